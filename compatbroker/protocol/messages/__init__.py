@@ -5,6 +5,8 @@ from .add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from .add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from .alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from .api_versions import ApiVersionsRequest, ApiVersionsResponse
+from .consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from .consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from .consumer_protocol_assignment import ConsumerProtocolAssignment
 from .consumer_protocol_subscription import ConsumerProtocolSubscription
 from .create_acls import CreateAclsRequest, CreateAclsResponse
@@ -24,6 +26,8 @@ from .describe_transactions import DescribeTransactionsRequest, DescribeTransact
 from .end_txn import EndTxnRequest, EndTxnResponse
 from .fetch import FetchRequest, FetchResponse
 from .find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from .group_metadata_key import GroupMetadataKey
+from .group_metadata_value import GroupMetadataValue
 from .heartbeat import HeartbeatRequest, HeartbeatResponse
 from .incremental_alter_configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from .init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -34,6 +38,8 @@ from .list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from .list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from .metadata import MetadataRequest, MetadataResponse
 from .offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from .offset_commit_key import OffsetCommitKey
+from .offset_commit_value import OffsetCommitValue
 from .offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from .offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from .offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
@@ -43,6 +49,8 @@ from .response_header import ResponseHeader
 from .sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from .sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from .sync_group import SyncGroupRequest, SyncGroupResponse
+from .transaction_log_key import TransactionLogKey
+from .transaction_log_value import TransactionLogValue
 from .txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from .write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
@@ -56,6 +64,10 @@ MESSAGES = {
     'AlterConfigsResponse': AlterConfigsResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
+    'ConsumerGroupDescribeRequest': ConsumerGroupDescribeRequest,
+    'ConsumerGroupDescribeResponse': ConsumerGroupDescribeResponse,
+    'ConsumerGroupHeartbeatRequest': ConsumerGroupHeartbeatRequest,
+    'ConsumerGroupHeartbeatResponse': ConsumerGroupHeartbeatResponse,
     'ConsumerProtocolAssignment': ConsumerProtocolAssignment,
     'ConsumerProtocolSubscription': ConsumerProtocolSubscription,
     'CreateAclsRequest': CreateAclsRequest,
@@ -92,6 +104,8 @@ MESSAGES = {
     'FetchResponse': FetchResponse,
     'FindCoordinatorRequest': FindCoordinatorRequest,
     'FindCoordinatorResponse': FindCoordinatorResponse,
+    'GroupMetadataKey': GroupMetadataKey,
+    'GroupMetadataValue': GroupMetadataValue,
     'HeartbeatRequest': HeartbeatRequest,
     'HeartbeatResponse': HeartbeatResponse,
     'IncrementalAlterConfigsRequest': IncrementalAlterConfigsRequest,
@@ -112,6 +126,8 @@ MESSAGES = {
     'MetadataResponse': MetadataResponse,
     'OffsetCommitRequest': OffsetCommitRequest,
     'OffsetCommitResponse': OffsetCommitResponse,
+    'OffsetCommitKey': OffsetCommitKey,
+    'OffsetCommitValue': OffsetCommitValue,
     'OffsetDeleteRequest': OffsetDeleteRequest,
     'OffsetDeleteResponse': OffsetDeleteResponse,
     'OffsetFetchRequest': OffsetFetchRequest,
@@ -128,6 +144,8 @@ MESSAGES = {
     'SaslHandshakeResponse': SaslHandshakeResponse,
     'SyncGroupRequest': SyncGroupRequest,
     'SyncGroupResponse': SyncGroupResponse,
+    'TransactionLogKey': TransactionLogKey,
+    'TransactionLogValue': TransactionLogValue,
     'TxnOffsetCommitRequest': TxnOffsetCommitRequest,
     'TxnOffsetCommitResponse': TxnOffsetCommitResponse,
     'WriteTxnMarkersRequest': WriteTxnMarkersRequest,
@@ -176,4 +194,6 @@ API_KEYS = {
     61: (DescribeProducersRequest, DescribeProducersResponse),
     65: (DescribeTransactionsRequest, DescribeTransactionsResponse),
     66: (ListTransactionsRequest, ListTransactionsResponse),
+    68: (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+    69: (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
 }
