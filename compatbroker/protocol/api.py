@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from . import reference, wire
+from . import wire
 from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
 from .messages import API_KEYS
 from .messages.request_header import RequestHeader
@@ -156,6 +156,7 @@ def _decode(cls, version, buf, pos):
     try:
         return decoder(buf, pos)
     except Exception as fast_failure:  # noqa: BLE001 - any failure is malformed input; find the field
+        from . import reference  # only on the error path: it loads the schema files
         reference.decode(cls.NAME, version, buf, pos)
         raise DecodeError(f"{cls.NAME} v{version}: {fast_failure}") from None
 
@@ -175,6 +176,7 @@ def _encode(cls, version, obj, out):
     except Exception as fast_failure:  # noqa: BLE001 - find the field with the reference encoder
         del out[mark:]
         del out.regions[regions:]
+        from . import reference
         reference.encode(cls.NAME, version, obj)
         raise EncodeError(f"{cls.NAME} v{version}: {fast_failure}") from None
 

@@ -131,3 +131,15 @@ def test_fetch_request_max_version_round_trip():
                             FetchRequest.FetchPartition(partition=0, fetch_offset=10, partition_max_bytes=1000)])])
     frame = encode_request(header(1, 18), body)
     assert decode_request(frame)[1] == body
+
+
+def test_importing_the_package_loads_only_what_is_used():
+    import subprocess
+    import sys
+    code = ("import sys, compatbroker.protocol as p; "
+            "loaded = [m for m in sys.modules if m.startswith('compatbroker.protocol.messages.')]; "
+            "p.API_KEYS[0]; "
+            "after = [m for m in sys.modules if m.startswith('compatbroker.protocol.messages.')]; "
+            "print(len(loaded), len(after), 'compatbroker.protocol.messages.produce' in after)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2", "3", "True"]  # the two header modules, then produce on first use
