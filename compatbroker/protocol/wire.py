@@ -70,6 +70,8 @@ def read_uvarint(b, p):
         x = b[p]
         result |= (x & 0x7F) << shift
         if x < 0x80:
+            if result > 0xFFFFFFFF:
+                raise _Short("unsigned varint does not fit 32 bits")
             return result, p + 1
         shift += 7
         if shift > 28:

@@ -143,3 +143,12 @@ def test_importing_the_package_loads_only_what_is_used():
             "print(len(loaded), len(after), 'compatbroker.protocol.messages.produce' in after)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["2", "3", "True"]  # the two header modules, then produce on first use
+
+
+def test_unsigned_varints_are_limited_to_32_bits():
+    from compatbroker.protocol.wire import read_uvarint
+    assert read_uvarint(b"\xff\xff\xff\xff\x0f", 0) == (0xFFFFFFFF, 5)
+    with pytest.raises(ValueError):
+        read_uvarint(b"\xff\xff\xff\xff\x7f", 0)
+    with pytest.raises(ValueError):
+        read_uvarint(b"\xff\xff\xff\xff\xff\x01", 0)

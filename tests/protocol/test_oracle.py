@@ -41,13 +41,13 @@ from kafka.protocol.old.api import Request as OldRequest
 from kafka.protocol.old.api import Response as OldResponse
 from kafka.protocol.schemas.fields.struct_array import StructArrayField
 
-from compatbroker.protocol import (API_KEYS, MESSAGES, RequestHeader, ResponseHeader, decode_message,
-                                   decode_request, decode_response, encode_message, encode_request, encode_response)
+from compatbroker.protocol import (API_KEYS, MESSAGES, RequestHeader, decode_message, decode_request,
+                                   decode_response, encode_message, encode_request, encode_response)
 from compatbroker.protocol.schema import snake_case
+
 from .strategies import all_message_versions, message_strategy, specs
 
 ZERO_UUID = uuid.UUID(int=0)
-UNKNOWN_TAGS = "unknown_tagged_fields"
 EXAMPLES = settings(max_examples=10, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -154,7 +154,7 @@ class Walk:
     def default(self, struct, f):
         return getattr(self.struct_cls(struct)(), snake_case(f.name))
 
-    def norm(self, struct, obj, in_tagged=False) -> dict:
+    def norm(self, struct, obj) -> dict:
         """Our object as {attribute: plain value} for the fields this version has, plus unknown tags."""
         out = {}
         for _, f in self.present(struct):
@@ -191,7 +191,7 @@ class Walk:
                     value = self.narrowed(f.struct, value, inner_drop)
             values[snake_case(f.name)] = value
         tags = None if drop_unknown else obj.unknown_tagged_fields
-        return self.struct_cls(struct)(**values, **{UNKNOWN_TAGS: tags})
+        return self.struct_cls(struct)(**values, unknown_tagged_fields=tags)
 
 
 # ---- kafka-python's side ---------------------------------------------------------------------------------------
@@ -209,6 +209,15 @@ def _from_bits(bits) -> int:
 
 def _subfields(kp_field):
     return (kp_field.array_of if isinstance(kp_field, StructArrayField) else kp_field)._fields
+
+
+def _paired(walk, struct, kp_fields):
+    """Our fields present at this version, each with kafka-python's field at the same position."""
+    assert len(kp_fields) == len(struct.fields), f"{struct.name}: kafka-python has other fields"
+    pairs = [(f, kp_fields[i]) for i, f in walk.present(struct)]
+    for f, kf in pairs:  # kafka-python renames only the fields it patches into bitfields
+        assert kf._name == f.name or kf.type_str == "bitfield", (struct.name, f.name, kf._name)
+    return pairs
 
 
 class SchemaCodec:
@@ -229,13 +238,12 @@ class SchemaCodec:
         return self.kp_cls(**kwargs)
 
     def _kwargs(self, struct, kp_fields, obj):
-        assert len(kp_fields) == len(struct.fields), f"{struct.name}: kafka-python has other fields"
         kwargs = {}
-        for i, f in self.walk.present(struct):
+        for f, kf in _paired(self.walk, struct, kp_fields):
             value = getattr(obj, snake_case(f.name))
             if self.walk.tagged(f) and value == self.walk.default(struct, f):
                 continue  # neither codec writes a tagged field at its default
-            kwargs[kp_fields[i].name] = self._kp_value(f, kp_fields[i], value)
+            kwargs[kf.name] = self._kp_value(f, kf, value)
         return kwargs
 
     def _kp_value(self, f, kf, value):
@@ -283,8 +291,7 @@ class SchemaCodec:
     def _norm(self, struct, kp_fields, obj):
         out = {}
         present_tags = obj.tags or set()
-        for i, f in self.walk.present(struct):
-            kf = kp_fields[i]
+        for f, kf in _paired(self.walk, struct, kp_fields):
             if self.walk.tagged(f) and kf.name not in present_tags:
                 value = self.walk.norm_value(f, self.walk.default(struct, f))
             else:
