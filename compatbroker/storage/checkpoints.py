@@ -1,0 +1,180 @@
+"""Kafka's small text files: checkpoint files, `partition.metadata` and `meta.properties`.
+
+A checkpoint file is
+
+    <version>
+    <number of entries>
+    <entry>            one per line, fields separated by single spaces
+
+Data-dir level files (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+`cleaner-offset-checkpoint`) hold `<topic> <partition> <offset>` entries at version 0; a partition's
+`leader-epoch-checkpoint` holds `<leader epoch> <start offset>` entries at version 0.
+
+Every write goes to `<name>.tmp`, is fsynced, renamed over the old file, and the directory is fsynced, so a crash
+leaves either the old file or the new one, never a mix. A file that does not parse raises CheckpointError.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+META_PROPERTIES = "meta.properties"
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint or metadata file is malformed."""
+
+
+def fsync_directory(directory: str) -> None:
+    """Make a rename or unlink inside `directory` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Replace `path` with `text`: temp file, fsync, rename, fsync of the directory."""
+    temp = path + ".tmp"
+    with open(temp, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp, path)
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
+
+
+class CheckpointFile:
+    """A checkpoint file with entries of type T, given how to format one as a line and parse one back."""
+
+    def __init__(self, path: str, version: int, format_entry: Callable[[T], str],
+                 parse_entry: Callable[[list[str]], T]):
+        self.path = path
+        self.version = version
+        self._format = format_entry
+        self._parse = parse_entry
+
+    def write(self, entries: Iterable[T]) -> None:
+        lines = [self._format(entry) for entry in entries]
+        write_atomically(self.path, "\n".join([str(self.version), str(len(lines)), *lines]) + "\n")
+
+    def read(self) -> list[T]:
+        """The entries, or [] when the file does not exist."""
+        try:
+            with open(self.path, encoding="utf-8") as source:
+                lines = source.read().splitlines()
+        except FileNotFoundError:
+            return []
+        try:
+            version, count = int(lines[0]), int(lines[1])
+        except (IndexError, ValueError):
+            raise CheckpointError(f"{self.path}: bad version or entry count") from None
+        if version != self.version:
+            raise CheckpointError(f"{self.path}: version {version}, expected {self.version}")
+        entries = [line for line in lines[2:] if line.strip()]
+        if len(entries) != count:
+            raise CheckpointError(f"{self.path}: says {count} entries, holds {len(entries)}")
+        try:
+            return [self._parse(line.split()) for line in entries]
+        except (IndexError, ValueError):
+            raise CheckpointError(f"{self.path}: malformed entry") from None
+
+
+def offset_checkpoint(path: str) -> CheckpointFile:
+    """A data-dir level checkpoint of `topic partition offset` entries, read as {(topic, partition): offset}."""
+
+    def parse(fields: list[str]) -> tuple[tuple[str, int], int]:
+        if len(fields) != 3:
+            raise ValueError("expected 3 fields")
+        return (fields[0], int(fields[1])), int(fields[2])
+
+    return CheckpointFile(path, 0, lambda entry: f"{entry[0][0]} {entry[0][1]} {entry[1]}", parse)
+
+
+def read_offsets(path: str) -> dict[tuple[str, int], int]:
+    return dict(offset_checkpoint(path).read())
+
+
+def write_offsets(path: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    offset_checkpoint(path).write(sorted(offsets.items()))
+
+
+def leader_epoch_checkpoint(path: str) -> CheckpointFile:
+    """A partition's `epoch start-offset` entries, as (epoch, start offset) tuples."""
+
+    def parse(fields: list[str]) -> tuple[int, int]:
+        if len(fields) != 2:
+            raise ValueError("expected 2 fields")
+        return int(fields[0]), int(fields[1])
+
+    return CheckpointFile(path, 0, lambda entry: f"{entry[0]} {entry[1]}", parse)
+
+
+# --- topic ids, partition.metadata, meta.properties ---------------------------------------------------------------
+
+def uuid_to_string(value: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+def uuid_from_string(text: str) -> uuid.UUID:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return uuid.UUID(bytes=raw)
+    except (ValueError, TypeError):
+        raise CheckpointError(f"{text!r} is not a Kafka Uuid") from None
+
+
+def write_partition_metadata(path: str, topic_id: uuid.UUID) -> None:
+    write_atomically(path, f"version: 0\ntopic_id: {uuid_to_string(topic_id)}")
+
+
+def read_partition_metadata(path: str) -> uuid.UUID | None:
+    """The topic id in a `partition.metadata` file, None when the file is absent."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            fields = dict(line.split(":", 1) for line in source.read().splitlines() if ":" in line)
+    except FileNotFoundError:
+        return None
+    if fields.get("version", "").strip() != "0" or "topic_id" not in fields:
+        raise CheckpointError(f"{path}: expected version 0 and a topic_id")
+    return uuid_from_string(fields["topic_id"].strip())
+
+
+def write_properties(path: str, properties: Mapping[str, str]) -> None:
+    """A Java properties file as Kafka writes `meta.properties`: a comment with the date, then key=value lines."""
+    stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+    lines = ["#", f"#{stamp}", *(f"{key}={value}" for key, value in sorted(properties.items()))]
+    write_atomically(path, "\n".join(lines) + "\n")
+
+
+def read_properties(path: str) -> dict[str, str] | None:
+    """key=value lines of a simple properties file (comments skipped), None when absent."""
+    try:
+        with open(path, encoding="utf-8") as source:
+            lines = source.read().splitlines()
+    except FileNotFoundError:
+        return None
+    properties = {}
+    for line in lines:
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise CheckpointError(f"{path}: line {line!r} is not key=value")
+        properties[key.strip()] = value.strip()
+    return properties

@@ -1,0 +1,485 @@
+"""The log of one partition: an ordered list of segments, of which the last is active.
+
+Offsets: the log start offset (first offset a reader may ask for), the log end offset (next offset to assign), the
+high watermark (on a single broker, the log end offset) and the recovery point (everything below it was fsynced).
+
+Concurrency: the broker calls everything from its event loop. The segment list is copy-on-write: roll, retention,
+truncation and compaction build a new tuple and swap it in, so a `read` works on the list it started with, and a
+`FileRegion` it returned keeps its segment's file open even after the segment is deleted. `flush()` only fsyncs, and
+may run in an executor thread while the loop keeps appending.
+
+Flush policy (Kafka's): fsync inside `append` once `flush.messages` messages are unflushed, and in `maybe_flush`
+(called periodically) once `flush.ms` has passed since the last flush. The defaults never flush: the page cache and
+recovery take care of durability, as in Kafka.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..protocol.records.batch import set_log_append_time, stamp_batch
+from ..protocol.wire import FileRegion
+from .errors import OffsetOutOfRangeError
+from .index_file import IndexCorruptError
+from .leader_epoch import LeaderEpochCache
+from .log_config import LogConfig
+from .recovery import recover_segment, recover_segments
+from .segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+                      AppendBatch, LogSegment, segment_path)
+from .time_index import TimestampOffset
+from .validator import CLIENT, CheckedBatch, validate_records
+
+_STAMP_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch: the bytes before magic
+
+
+class AppendResult(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+class ReadResult(NamedTuple):
+    regions: list[FileRegion]
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    last_stable_offset: int
+
+    @property
+    def size(self) -> int:
+        return sum(region.length for region in self.regions)
+
+
+@dataclass
+class _PendingDelete:
+    deadline_ms: int
+    segment: LogSegment
+
+
+@dataclass
+class _FlushState:
+    unflushed_messages: int = 0
+    last_flush_ms: int = 0
+    pending_deletes: list[_PendingDelete] = field(default_factory=list)
+
+
+class Log:
+    """A partition log in `directory` (`<topic>-<partition>`). Build with `Log.open`."""
+
+    def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, segments: tuple,
+                 log_start_offset: int, recovery_point: int, now_ms: int):
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._segments: tuple[LogSegment, ...] = segments
+        self._bases: tuple[int, ...] = tuple(segment.base_offset for segment in segments)
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.epochs = LeaderEpochCache(directory)
+        self._flush = _FlushState(last_flush_ms=now_ms)
+
+    # --- opening --------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *, log_start_offset: int = 0,
+             recovery_point: int = 0, clean_shutdown: bool = False, now_ms: int = 0) -> Log:
+        """Load (or create) the log in `directory`, recovering what an unclean shutdown may have torn."""
+        os.makedirs(directory, exist_ok=True)
+        _finish_interrupted_operations(directory)
+        segments = _open_segments(directory, config, recovery_point, clean_shutdown, now_ms)
+        if not segments:
+            segments = [_new_segment(directory, log_start_offset, config, now_ms)]
+        else:
+            segments[-1].make_active()
+        log_start_offset = max(log_start_offset, segments[0].base_offset)
+        log_end_offset = segments[-1].next_offset
+        log = cls(directory, topic, partition, config, tuple(segments), min(log_start_offset, log_end_offset),
+                  min(recovery_point, log_end_offset), now_ms)
+        if not clean_shutdown and log.recovery_point < log_end_offset:
+            log.flush()  # what recovery kept is now durable: it will not be scanned again
+        log.epochs.truncate_from_end(log_end_offset)
+        return log
+
+    # --- offsets --------------------------------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def _set_segments(self, segments) -> None:
+        """Swap in a new segment list (copy-on-write: readers keep the tuple they started with)."""
+        self._segments = tuple(segments)
+        self._bases = tuple(segment.base_offset for segment in self._segments)
+
+    # --- append ---------------------------------------------------------------------------------------------------
+
+    def append(self, records, *, leader_epoch: int, now_ms: int, origin: str = CLIENT) -> AppendResult:
+        """Validate, stamp and write a produce payload; returns its offsets. Nothing is written on error.
+
+        `origin` is "client" for Produce and "coordinator" for the broker's own writes (which may hold control
+        batches). An empty payload appends nothing and answers base offset -1, as Kafka does.
+        """
+        checked = validate_records(records, self.config, now_ms, origin=origin)
+        if not checked:
+            return AppendResult(-1, -1, -1, self.log_start_offset)
+        append_time = now_ms if self.config.log_append_time else -1
+        base_offset = self.log_end_offset
+        buffers, batches, messages = _stamp_batches(checked, base_offset, leader_epoch, append_time)
+        last_offset = batches[-1].last_offset
+        self._maybe_roll(sum(b.size for b in batches), last_offset, max(b.max_timestamp for b in batches), now_ms)
+        self.active_segment.append(buffers, batches)
+        self.epochs.assign(leader_epoch, base_offset)
+        self._flush.unflushed_messages += messages
+        if self._flush.unflushed_messages >= self.config.flush_messages:
+            self.flush(now_ms=now_ms)
+        return AppendResult(base_offset, last_offset, append_time, self.log_start_offset)
+
+    def _maybe_roll(self, append_bytes: int, last_offset: int, max_timestamp: int, now_ms: int) -> None:
+        active = self.active_segment
+        waited = active.time_waited_for_roll(now_ms, max_timestamp)
+        too_old = active.size > 0 and waited > self.config.segment_ms - self.config.segment_jitter_ms
+        if too_old or not active.can_hold(append_bytes, last_offset, self.config.segment_bytes):
+            self.roll(now_ms)
+
+    def roll(self, now_ms: int) -> LogSegment:
+        """Seal the active segment and start a new one at the log end offset (a no-op on an empty active one)."""
+        active = self.active_segment
+        if active.size == 0:
+            return active
+        active.on_become_inactive()
+        new = _new_segment(self.directory, self.log_end_offset, self.config, now_ms)
+        self._set_segments(self._segments + (new,))
+        return new
+
+    # --- flush ----------------------------------------------------------------------------------------------------
+
+    def flush(self, *, now_ms: int | None = None) -> None:
+        """fsync every segment that may hold bytes at or after the recovery point, then move the point."""
+        end = self.log_end_offset
+        segments = self._segments  # one read: the loop may swap in a new list meanwhile
+        bases = [segment.base_offset for segment in segments]
+        first = max(bisect.bisect_right(bases, self.recovery_point) - 1, 0)
+        for segment in segments[first:]:
+            segment.flush()
+        self.recovery_point = max(self.recovery_point, end)
+        self._flush.unflushed_messages = 0
+        if now_ms is not None:
+            self._flush.last_flush_ms = now_ms
+
+    def flush_due(self, now_ms: int) -> bool:
+        """The time half of the flush policy: unflushed data older than `flush.ms` since the last flush."""
+        return (self.recovery_point < self.log_end_offset
+                and now_ms - self._flush.last_flush_ms >= self.config.flush_ms)
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """Flush now if `flush_due` (a broker that flushes in an executor calls `flush_due` and `flush` itself)."""
+        if self.flush_due(now_ms):
+            self.flush(now_ms=now_ms)
+            return True
+        return False
+
+    # --- read -----------------------------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
+             max_offset: int | None = None) -> ReadResult:
+        """File regions of the whole batches from the one holding `offset`, up to `max_bytes` in total (at least one
+        batch with `min_one_batch`), stopping before the batch holding `max_offset`. Never waits, never copies."""
+        segments, bases = self._segments, self._bases
+        log_end_offset, log_start_offset = self.log_end_offset, self.log_start_offset
+        if offset < log_start_offset or offset > log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{log_start_offset}, {log_end_offset}] of {self.topic}-{self.partition}")
+        regions: list[FileRegion] = []
+        remaining = max_bytes
+        index = max(bisect.bisect_right(bases, offset) - 1, 0)
+        while index < len(segments) and offset < log_end_offset:
+            segment = segments[index]
+            if max_offset is not None and segment.base_offset >= max_offset:
+                break
+            max_position = _position_of(segment, max_offset)
+            found = segment.read(offset, remaining, max_position=max_position,
+                                 min_one_batch=min_one_batch and not regions)
+            if found is not None:
+                position, length = found
+                if length == 0:
+                    break  # the next batch does not fit what is left of max_bytes
+                regions.append(FileRegion(segment.file, position, length))
+                remaining -= length
+                if position + length < (segment.size if max_position is None else max_position) or remaining <= 0:
+                    break
+            index += 1
+            if index < len(segments):
+                offset = max(offset, segments[index].base_offset)
+        return ReadResult(regions, log_end_offset, log_start_offset, log_end_offset, log_end_offset)
+
+    def read_bytes(self, offset: int, max_bytes: int, **kwargs) -> bytes:
+        """The bytes `read` would send (tests and down-conversion)."""
+        result = self.read(offset, max_bytes, **kwargs)
+        return b"".join(os.pread(region.file.fileno(), region.length, region.position) for region in result.regions)
+
+    # --- offsets for ListOffsets ----------------------------------------------------------------------------------
+
+    def earliest(self) -> int:
+        return self.log_start_offset
+
+    def latest(self) -> int:
+        return self.log_end_offset
+
+    def max_timestamp(self) -> TimestampOffset | None:
+        """The largest timestamp in the log and the first offset carrying it; None when no record has one."""
+        best = None
+        for segment in self._segments:
+            if segment.max_timestamp_so_far >= 0 and (best is None
+                                                      or segment.max_timestamp_so_far > best.max_timestamp_so_far):
+                best = segment
+        if best is None:
+            return None
+        return best.first_record_with_timestamp(best.max_timestamp_so_far)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record at or after the log start offset whose timestamp is >= `timestamp`; None if none."""
+        for segment in self._segments:
+            if segment.max_timestamp_so_far >= timestamp and segment.next_offset > self.log_start_offset:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # --- truncation, deletion -------------------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at and after `offset` (a whole batch holding it goes too)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset <= self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset, now_ms=self._flush.last_flush_ms)
+            return
+        index = bisect.bisect_right(self._bases, offset) - 1
+        doomed = self._segments[index + 1:]
+        keep = self._segments[:index + 1]
+        self._set_segments(keep)
+        for segment in doomed:
+            segment.delete_files()  # the .log descriptor closes with its last reader
+        keep[-1].truncate_to(offset)
+        if doomed:
+            keep[-1].make_active()
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self.epochs.truncate_from_end(self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int, *, now_ms: int) -> None:
+        """Drop every segment and continue with an empty log at `offset`."""
+        for segment in self._segments:
+            segment.delete_files()
+        new = _new_segment(self.directory, offset, self.config, now_ms)
+        self._set_segments((new,))
+        self.log_start_offset = self.recovery_point = offset
+        self.epochs.truncate_from_end(offset)
+
+    def delete_records(self, offset: int, *, now_ms: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset` (-1 means the high watermark) and delete the
+        segments wholly below it. Returns the new log start offset."""
+        if offset == -1:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            raise OffsetOutOfRangeError(f"cannot delete records below {offset}: high watermark is "
+                                        f"{self.high_watermark}")
+        self.advance_log_start_offset(offset)
+        self.delete_segments_below_start(now_ms)
+        return self.log_start_offset
+
+    def advance_log_start_offset(self, offset: int) -> None:
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.epochs.truncate_from_start(offset)
+
+    def delete_segments_below_start(self, now_ms: int) -> int:
+        """Delete the segments whose successor starts at or below the log start offset."""
+        count = 0
+        while count + 1 < len(self._segments) and self._segments[count + 1].base_offset <= self.log_start_offset:
+            count += 1
+        return self.delete_oldest_segments(count, now_ms)
+
+    def delete_oldest_segments(self, count: int, now_ms: int) -> int:
+        """Remove the `count` oldest segments (never the active one): rename them `.deleted` now and unlink them
+        after `file.delete.delay.ms` (see `remove_deleted_segments`). The log start offset follows."""
+        count = min(count, len(self._segments) - 1)
+        if count <= 0:
+            return 0
+        doomed, kept = self._segments[:count], self._segments[count:]
+        self._set_segments(kept)
+        self.advance_log_start_offset(kept[0].base_offset)
+        for segment in doomed:
+            segment.rename_files("", DELETED_SUFFIX)
+            self._flush.pending_deletes.append(_PendingDelete(now_ms + self.config.file_delete_delay_ms, segment))
+        self.remove_deleted_segments(now_ms)
+        return count
+
+    def remove_deleted_segments(self, now_ms: int) -> int:
+        """Unlink the `.deleted` files whose delay has passed; returns how many segments went."""
+        due = [pending for pending in self._flush.pending_deletes if pending.deadline_ms <= now_ms]
+        self._flush.pending_deletes = [p for p in self._flush.pending_deletes if p.deadline_ms > now_ms]
+        for pending in due:
+            pending.segment.delete_files()
+        return len(due)
+
+    def replace_segments(self, old: list[LogSegment], new: list[LogSegment], now_ms: int) -> None:
+        """Swap sealed segments for cleaned ones (the cleaner's commit). `new` files carry the `.swap` suffix and
+        are renamed into place after the old files are renamed `.deleted`, so a crash in between is finished by
+        the next load (see `_finish_interrupted_operations`)."""
+        current = list(self._segments)
+        start = current.index(old[0])
+        current[start:start + len(old)] = new
+        for segment in old:
+            segment.rename_files("", DELETED_SUFFIX)
+        for segment in new:
+            segment.rename_files(SWAP_SUFFIX, "")
+        self._set_segments(current)
+        for segment in old:
+            self._flush.pending_deletes.append(_PendingDelete(now_ms + self.config.file_delete_delay_ms, segment))
+        self.remove_deleted_segments(now_ms)
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def close(self) -> None:
+        """Flush nothing (the caller decides), seal the indexes and close every file."""
+        for pending in self._flush.pending_deletes:
+            pending.segment.delete_files()
+        self._flush.pending_deletes = []
+        for segment in self._segments:
+            segment.close()
+
+    def __repr__(self):
+        return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self.log_end_offset}, "
+                f"segments={len(self._segments)})")
+
+
+def _new_segment(directory: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+    return LogSegment.create(directory, base_offset, index_interval_bytes=config.index_interval_bytes,
+                             max_index_size=config.segment_index_bytes, now_ms=now_ms)
+
+
+def _stamp_batches(checked: list[CheckedBatch], base_offset: int, leader_epoch: int,
+                   append_time: int) -> tuple[list, list[AppendBatch], int]:
+    """Assign offsets from `base_offset` (and the append time for LogAppendTime topics, which rewrites the CRC);
+    returns the buffers to write, the batches' facts for the indexes, and the number of records."""
+    buffers, batches, messages = [], [], 0
+    next_offset = base_offset
+    for batch in checked:
+        view, header, writable = batch.view, batch.header, batch.owned
+        max_timestamp = header.max_timestamp
+        if append_time >= 0:
+            view = view if writable else memoryview(bytearray(view))
+            writable = True
+            set_log_append_time(view, append_time)
+            max_timestamp = append_time
+        buffers.extend(_stamped(view, writable, next_offset, leader_epoch))
+        last_offset = next_offset + header.last_offset_delta
+        batches.append(AppendBatch(header.size, last_offset, max_timestamp))
+        messages += header.count
+        next_offset = last_offset + 1
+    return buffers, batches, messages
+
+
+def _stamped(view: memoryview, writable: bool, base_offset: int, leader_epoch: int) -> list:
+    """The buffers to write for one batch with its base offset and leader epoch set. A writable batch is stamped
+    in place; a read-only one (the request frame) gets a new 16-byte prefix so its bytes are never copied."""
+    if writable:
+        stamp_batch(view, base_offset, leader_epoch)
+        return [view]
+    prefix = _STAMP_PREFIX.pack(base_offset, len(view) - 12, leader_epoch)
+    return [prefix, view[_STAMP_PREFIX.size:]]
+
+
+def _position_of(segment: LogSegment, offset: int | None) -> int | None:
+    """File position of the batch holding `offset` in `segment`, None when `offset` is unset or past it."""
+    if offset is None or offset >= segment.next_offset:
+        return None
+    batch = segment.translate_offset(offset)
+    return None if batch is None else batch.position
+
+
+# --- loading ------------------------------------------------------------------------------------------------------
+
+def _base_offset_of(name: str) -> int | None:
+    stem = name.split(".", 1)[0]
+    return int(stem) if len(stem) == 20 and stem.isdigit() else None
+
+
+def _finish_interrupted_operations(directory: str) -> None:
+    """Clean up after a crash: remove `.deleted`, `.cleaned` and `.tmp` files; complete `.swap` files (the
+    cleaner's output was complete when renamed to `.swap`, so the old segments it replaces are removed)."""
+    names = os.listdir(directory)
+    for name in names:
+        if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+            os.unlink(os.path.join(directory, name))
+    for name in sorted(n for n in names if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)):
+        base = _base_offset_of(name)
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            path = segment_path(directory, base, suffix)
+            if os.path.exists(path + SWAP_SUFFIX):
+                os.replace(path + SWAP_SUFFIX, path)
+    for name in os.listdir(directory):
+        if name.endswith(SWAP_SUFFIX):
+            os.unlink(os.path.join(directory, name))
+
+
+def _open_segments(directory: str, config: LogConfig, recovery_point: int, clean_shutdown: bool,
+                   now_ms: int) -> list[LogSegment]:
+    """Open every segment; trust the indexes of flushed ones (rebuilding any that fail their check) and recover
+    the rest unless the last shutdown was clean."""
+    names = set(os.listdir(directory))
+    bases = sorted(base for name in names if name.endswith(LOG_SUFFIX)
+                   and (base := _base_offset_of(name)) is not None)
+    for name in names:  # index files whose log is gone
+        base = _base_offset_of(name)
+        if base is not None and name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and base not in bases:
+            os.unlink(os.path.join(directory, name))
+    segments = []
+    for position, base in enumerate(bases):
+        indexed = all(os.path.exists(segment_path(directory, base, s)) for s in (INDEX_SUFFIX, TIME_INDEX_SUFFIX))
+        segment = LogSegment(directory, base, index_interval_bytes=config.index_interval_bytes,
+                             max_index_size=config.segment_index_bytes, active=False, created_ms=now_ms)
+        flushed = clean_shutdown or (position + 1 < len(bases) and bases[position + 1] <= recovery_point)
+        if flushed and indexed:
+            try:
+                segment.load_state()
+            except IndexCorruptError:
+                recover_segment(segment)
+        elif flushed:
+            recover_segment(segment)
+        segments.append(segment)
+    if not clean_shutdown:
+        result = recover_segments(segments, recovery_point)
+        for segment in result.dropped:
+            segment.close()
+            segment.delete_files()
+        segments = result.kept
+    for segment in segments[:-1]:  # recovery preallocated their indexes
+        segment.offset_index.trim_to_valid_size()
+        segment.time_index.trim_to_valid_size()
+    return segments

@@ -1,0 +1,275 @@
+"""Every partition log under one data directory, and the files that describe them.
+
+Layout (Kafka's):
+
+    <data dir>/meta.properties                    cluster.id, node.id, directory.id, version=1 (KRaft)
+    <data dir>/recovery-point-offset-checkpoint   per partition: offsets below are fsynced
+    <data dir>/log-start-offset-checkpoint        per partition: the log start offset
+    <data dir>/cleaner-offset-checkpoint          per partition: the first offset the cleaner has not compacted
+    <data dir>/.kafka_cleanshutdown               present only between a clean shutdown and the next start
+    <data dir>/<topic>-<partition>/               segments, leader-epoch-checkpoint, partition.metadata (topic id)
+
+Per-topic configuration overrides live in one data-dir level file, `compatbroker-topic-configs.json`
+(`{"<topic>": {"<config name>": "<value>", ...}}`), written atomically. Kafka keeps overrides in its metadata log,
+which we do not have; a file beside the partition directories is ignored by Kafka's own tools.
+
+Deleting a partition renames its directory to `<topic>-<partition>.<uuid hex>-delete` (Kafka's name) before
+removing it, so a crash halfway leaves nothing that loads as a partition; leftovers are removed at start-up.
+
+The manager runs the periodic work when the broker asks: `flush_due` (flush.ms), `checkpoint` (recovery points
+and log start offsets), `run_retention`, `run_cleaner` (or `prepare_clean`/`commit_clean` for an executor).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+
+from .checkpoints import (CLEAN_SHUTDOWN_MARKER, CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
+                          META_PROPERTIES, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, CheckpointError,
+                          read_offsets, read_partition_metadata, read_properties, uuid_to_string,
+                          write_atomically, write_offsets, write_partition_metadata, write_properties)
+from .cleaner import CleanPlan, commit_clean, needs_cleaning, prepare_clean
+from .errors import LogDirError
+from .log import Log
+from .log_config import LogConfig, StorageConfig
+from .retention import apply_retention
+
+TOPIC_CONFIGS_FILE = "compatbroker-topic-configs.json"
+DELETE_DIR_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """(topic, partition) of a `<topic>-<partition>` directory name; None for anything else."""
+    topic, sep, number = name.rpartition("-")
+    if not sep or not topic or not number.isdigit() or "." in number:
+        return None
+    return topic, int(number)
+
+
+class LogManager:
+    def __init__(self, data_dir: str, *, broker_properties: dict | None = None, cluster_id: str | None = None,
+                 node_id: int = 1):
+        self.data_dir = os.path.abspath(data_dir)
+        self.broker_properties = dict(broker_properties or {})
+        self.storage_config = StorageConfig.from_properties(self.broker_properties)
+        self.default_config = LogConfig.from_properties(self.broker_properties)
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.logs: dict[TopicPartition, Log] = {}
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self.topic_overrides: dict[str, dict[str, str]] = {}
+        self.first_dirty_offsets: dict[TopicPartition, int] = {}
+        self.clean_shutdown = False
+
+    # --- start-up and shutdown ------------------------------------------------------------------------------------
+
+    def startup(self, now_ms: int) -> None:
+        """Check `meta.properties`, then load every partition, recovering those a crash may have torn."""
+        os.makedirs(self.data_dir, exist_ok=True)
+        self._ensure_meta_properties()
+        self.topic_overrides = self._read_topic_configs()
+        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
+        self.clean_shutdown = os.path.exists(marker)
+        recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
+        start_offsets = self._read_checkpoint(LOG_START_OFFSET_CHECKPOINT)
+        self.first_dirty_offsets = self._read_checkpoint(CLEANER_OFFSET_CHECKPOINT)
+        for name in sorted(os.listdir(self.data_dir)):
+            path = os.path.join(self.data_dir, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            tp = parse_partition_dir(name)
+            if tp is None:
+                continue
+            self._load_partition(tp, path, recovery_points.get(tp, 0), start_offsets.get(tp, 0), now_ms)
+        if self.clean_shutdown:
+            os.unlink(marker)  # from now on a crash must trigger recovery
+        self.checkpoint()
+
+    def _load_partition(self, tp: TopicPartition, path: str, recovery_point: int, start_offset: int,
+                        now_ms: int) -> None:
+        topic_id = read_partition_metadata(os.path.join(path, PARTITION_METADATA))
+        if topic_id is not None:
+            known = self.topic_ids.setdefault(tp[0], topic_id)
+            if known != topic_id:
+                raise LogDirError(f"{path}: topic id {topic_id} differs from {known} of the other partitions")
+        self.logs[tp] = Log.open(path, tp[0], tp[1], self.log_config(tp[0]), log_start_offset=start_offset,
+                                 recovery_point=recovery_point, clean_shutdown=self.clean_shutdown, now_ms=now_ms)
+
+    def shutdown(self) -> None:
+        """Flush every log, write the checkpoints, close the files, and leave the clean-shutdown marker."""
+        for log in self.logs.values():
+            log.flush()
+        self.checkpoint()
+        for log in self.logs.values():
+            log.close()
+        self.logs = {}
+        write_atomically(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), "")
+
+    def close_unclean(self) -> None:
+        """Close the files without flushing or marking a clean shutdown (tests: a simulated crash)."""
+        for log in self.logs.values():
+            log.close()
+        self.logs = {}
+
+    # --- meta.properties, topic configs, checkpoints --------------------------------------------------------------
+
+    def _ensure_meta_properties(self) -> None:
+        path = os.path.join(self.data_dir, META_PROPERTIES)
+        try:
+            existing = read_properties(path)
+        except CheckpointError as exc:
+            raise LogDirError(str(exc)) from None
+        if existing is None:
+            self.cluster_id = self.cluster_id or uuid_to_string(uuid.uuid4())
+            write_properties(path, {"cluster.id": self.cluster_id, "node.id": str(self.node_id), "version": "1",
+                                    "directory.id": uuid_to_string(uuid.uuid4())})
+            return
+        if self.cluster_id is not None and existing.get("cluster.id") != self.cluster_id:
+            raise LogDirError(f"{path} belongs to cluster {existing.get('cluster.id')!r}, not {self.cluster_id!r}")
+        if existing.get("node.id") not in (None, str(self.node_id)):
+            raise LogDirError(f"{path} belongs to node {existing.get('node.id')}, not {self.node_id}")
+        self.cluster_id = existing.get("cluster.id")
+
+    def _read_topic_configs(self) -> dict[str, dict[str, str]]:
+        try:
+            with open(os.path.join(self.data_dir, TOPIC_CONFIGS_FILE), encoding="utf-8") as source:
+                return json.load(source)
+        except FileNotFoundError:
+            return {}
+
+    def _write_topic_configs(self) -> None:
+        write_atomically(os.path.join(self.data_dir, TOPIC_CONFIGS_FILE),
+                         json.dumps(self.topic_overrides, indent=1, sort_keys=True))
+
+    def _read_checkpoint(self, name: str) -> dict[TopicPartition, int]:
+        try:
+            return read_offsets(os.path.join(self.data_dir, name))
+        except CheckpointError:
+            return {}  # Kafka logs and carries on: recovery from offset 0 is slower but safe
+
+    def checkpoint(self) -> None:
+        """Write the recovery points, log start offsets and cleaner offsets of every partition."""
+        logs = self.logs
+        write_offsets(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT),
+                      {tp: log.recovery_point for tp, log in logs.items()})
+        write_offsets(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT),
+                      {tp: log.log_start_offset for tp, log in logs.items() if log.log_start_offset > 0})
+        write_offsets(os.path.join(self.data_dir, CLEANER_OFFSET_CHECKPOINT),
+                      {tp: offset for tp, offset in self.first_dirty_offsets.items() if tp in logs})
+
+    # --- topics and partitions ------------------------------------------------------------------------------------
+
+    def log_config(self, topic: str) -> LogConfig:
+        return self.default_config.with_overrides(self.topic_overrides.get(topic, {}))
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get((topic, partition))
+
+    def create_topic(self, topic: str, partitions: int, *, now_ms: int, topic_id: uuid.UUID | None = None,
+                     overrides: dict | None = None) -> uuid.UUID:
+        """Create the partition directories of a new topic (ConfigError for a bad override)."""
+        overrides = {name: str(value) for name, value in (overrides or {}).items()}
+        self.default_config.with_overrides(overrides)  # validate before touching the disk
+        topic_id = topic_id or self.topic_ids.get(topic) or uuid.uuid4()
+        self.topic_ids[topic] = topic_id
+        if overrides:
+            self.topic_overrides[topic] = overrides
+            self._write_topic_configs()
+        for partition in range(partitions):
+            self.create_log(topic, partition, now_ms=now_ms)
+        return topic_id
+
+    def create_log(self, topic: str, partition: int, *, now_ms: int) -> Log:
+        """Create (or return) one partition's log; the topic id must be known (create_topic sets it)."""
+        tp = (topic, partition)
+        if tp in self.logs:
+            return self.logs[tp]
+        topic_id = self.topic_ids.setdefault(topic, uuid.uuid4())
+        path = os.path.join(self.data_dir, partition_dir_name(topic, partition))
+        os.makedirs(path, exist_ok=True)
+        write_partition_metadata(os.path.join(path, PARTITION_METADATA), topic_id)
+        log = Log.open(path, topic, partition, self.log_config(topic), now_ms=now_ms, clean_shutdown=True)
+        self.logs[tp] = log
+        return log
+
+    def delete_topic(self, topic: str) -> None:
+        for tp in [tp for tp in self.logs if tp[0] == topic]:
+            self.delete_log(*tp)
+        self.topic_ids.pop(topic, None)
+        if self.topic_overrides.pop(topic, None) is not None:
+            self._write_topic_configs()
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Rename the partition directory to its `-delete` name, close the log, then remove the directory."""
+        log = self.logs.pop((topic, partition), None)
+        if log is None:
+            return
+        self.first_dirty_offsets.pop((topic, partition), None)
+        doomed = f"{log.directory}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        os.rename(log.directory, doomed)
+        log.close()
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def set_topic_config(self, topic: str, overrides: dict) -> LogConfig:
+        """Replace a topic's overrides (an empty dict restores the broker defaults), persist them and apply them."""
+        overrides = {name: str(value) for name, value in overrides.items()}
+        config = self.default_config.with_overrides(overrides)
+        if overrides:
+            self.topic_overrides[topic] = overrides
+        else:
+            self.topic_overrides.pop(topic, None)
+        self._write_topic_configs()
+        for (log_topic, _), log in self.logs.items():
+            if log_topic == topic:
+                log.update_config(config)
+        return config
+
+    # --- periodic work --------------------------------------------------------------------------------------------
+
+    def flush_due(self, now_ms: int) -> int:
+        """Flush the logs whose `flush.ms` has passed; returns how many were flushed."""
+        return sum(log.maybe_flush(now_ms) for log in list(self.logs.values()))
+
+    def run_retention(self, now_ms: int) -> int:
+        """Apply retention to every log; returns the number of segments deleted."""
+        deleted = sum(apply_retention(log, now_ms) for log in list(self.logs.values()))
+        if deleted:
+            self.checkpoint()
+        return deleted
+
+    def prepare_clean(self, tp: TopicPartition, now_ms: int) -> CleanPlan | None:
+        log = self.logs.get(tp)
+        if log is None:
+            return None
+        first_dirty = max(self.first_dirty_offsets.get(tp, 0), log.log_start_offset)
+        if not needs_cleaning(log, first_dirty, now_ms):
+            return None
+        return prepare_clean(log, first_dirty, now_ms)
+
+    def commit_clean(self, tp: TopicPartition, plan: CleanPlan, now_ms: int) -> bool:
+        log = self.logs.get(tp)
+        if log is None or not commit_clean(log, plan, now_ms):
+            return False
+        self.first_dirty_offsets[tp] = plan.first_dirty_offset
+        self.checkpoint()
+        return True
+
+    def run_cleaner(self, now_ms: int) -> int:
+        """One synchronous cleaning pass over every compacted log; returns how many logs were cleaned."""
+        cleaned = 0
+        for tp in list(self.logs):
+            plan = self.prepare_clean(tp, now_ms)
+            if plan is not None and self.commit_clean(tp, plan, now_ms):
+                cleaned += 1
+        return cleaned

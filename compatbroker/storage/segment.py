@@ -1,0 +1,373 @@
+"""One segment of a partition log: the `.log` file of batches and its `.index` and `.timeindex`.
+
+The three files are named by the segment's base offset in 20 digits (`00000000000000000000.log`). The `.log` file is
+batches back to back, byte for byte as stored by Kafka. A segment only ever grows at its end while it is active;
+after a roll it is sealed and never written again (the cleaner writes replacement segments instead).
+
+Readers get `(SegmentFile, position, length)` regions. `SegmentFile` owns the descriptor and closes it when the last
+holder lets go, so a region taken before the segment was deleted still reads the bytes it covered.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from ..protocol.records.batch import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_records
+from .index_file import IndexCorruptError
+from .offset_index import OffsetIndex
+from .time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+_SCAN_CHUNK = 8192
+_FIRST_SCAN_CHUNK = 256
+_INT32_MAX = 2**31 - 1
+_IOV_MAX = 1024
+_LENGTH = struct.Struct(">i")
+
+
+def segment_name(base_offset: int) -> str:
+    """The 20-digit file name stem Kafka gives a segment."""
+    return f"{base_offset:020d}"
+
+
+def segment_path(directory: str, base_offset: int, suffix: str) -> str:
+    return os.path.join(directory, segment_name(base_offset) + suffix)
+
+
+class SegmentFile:
+    """The open `.log` file of a segment. `fileno()` serves `os.sendfile`/`os.pread`; the descriptor is closed by
+    `close()` (shutdown) or when the last reference goes away (a deleted segment still held by a reader)."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        return f"SegmentFile({self.path!r})"
+
+
+class BatchEntry(NamedTuple):
+    """What the segment learns from a batch header: where it is and which offsets and timestamps it holds."""
+
+    position: int
+    base_offset: int
+    size: int
+    last_offset: int
+    max_timestamp: int
+
+
+class AppendBatch(NamedTuple):
+    """A validated batch about to be written: its size, last offset and max timestamp."""
+
+    size: int
+    last_offset: int
+    max_timestamp: int
+
+
+class LogSegment:
+    """A segment's files and the in-memory facts derived from them (size, next offset, max timestamp)."""
+
+    def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int, max_index_size: int,
+                 active: bool, created_ms: int = 0, suffix: str = ""):
+        """Open the segment's files, named `<base offset>.log<suffix>` and so on (the cleaner writes its output
+        under a suffix and renames it into place)."""
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_size = max_index_size
+        self.file = SegmentFile(segment_path(directory, base_offset, LOG_SUFFIX) + suffix)
+        self.size = os.fstat(self.file.fd).st_size
+        self.offset_index = OffsetIndex(segment_path(directory, base_offset, INDEX_SUFFIX) + suffix, base_offset,
+                                        max_index_size, preallocate=active)
+        self.time_index = TimeIndex(segment_path(directory, base_offset, TIME_INDEX_SUFFIX) + suffix, base_offset,
+                                    max_index_size, preallocate=active)
+        self.created_ms = created_ms
+        self.next_offset = base_offset
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self._bytes_since_last_index_entry = 0
+        self._rolling_timestamp: int | None = None
+
+    # --- opening --------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, *, index_interval_bytes: int, max_index_size: int,
+               now_ms: int) -> LogSegment:
+        """A new, empty, active segment. Files left over at that name (an interrupted roll) are emptied."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            try:
+                os.unlink(segment_path(directory, base_offset, suffix))
+            except FileNotFoundError:
+                pass
+        return cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
+                   max_index_size=max_index_size, active=True, created_ms=now_ms)
+
+    def load_state(self) -> None:
+        """Derive next offset and max timestamp from trusted indexes and the tail of the `.log` file.
+
+        Raises IndexCorruptError when the indexes disagree with the log; the caller then recovers the segment.
+        """
+        self.offset_index.sanity_check(max(self.size, 1))
+        start = self.offset_index.lookup(2**63 - 1).position if self.offset_index.entries else 0
+        last = None
+        for last in self.iter_batches(start):
+            pass
+        self.next_offset = last.last_offset + 1 if last else self.base_offset
+        if last is None and self.size:
+            raise IndexCorruptError(f"{self.file.path}: no whole batch after index position {start}")
+        self.time_index.sanity_check(self.next_offset)
+        entry = self.time_index.last_entry
+        self.max_timestamp_so_far, self.offset_of_max_timestamp = entry.timestamp, entry.offset
+
+    # --- scanning -------------------------------------------------------------------------------------------------
+
+    def iter_batches(self, start_position: int = 0, end_position: int | None = None) -> Iterator[BatchEntry]:
+        """Yield the batch headers from `start_position` up to `end_position` (default: the segment's size).
+
+        Reads headers only, a chunk at a time; a batch that would run past the end stops the iteration.
+        """
+        end = self.size if end_position is None else min(end_position, self.size)
+        pos = start_position
+        fd = self.file.fd
+        want = _FIRST_SCAN_CHUNK  # most lookups need one header: start small, read more if the scan goes on
+        while pos + RECORD_BATCH_OVERHEAD <= end:
+            chunk = os.pread(fd, min(want, end - pos), pos)
+            want = min(want * 4, _SCAN_CHUNK)
+            offset_in_chunk = 0
+            while offset_in_chunk + RECORD_BATCH_OVERHEAD <= len(chunk):
+                fields = HEADER.unpack_from(chunk, offset_in_chunk)
+                size = fields[1] + LOG_OVERHEAD
+                if size < RECORD_BATCH_OVERHEAD or pos + size > end:
+                    return
+                yield BatchEntry(pos, fields[0], size, fields[0] + fields[6], fields[8])
+                pos += size
+                offset_in_chunk += size
+            if not chunk:
+                return
+
+    def read_bytes(self, position: int, length: int) -> bytes:
+        return os.pread(self.file.fd, length, position)
+
+    # --- appending ------------------------------------------------------------------------------------------------
+
+    def append(self, buffers: Sequence, batches: Sequence[AppendBatch]) -> None:
+        """Write `buffers` (together: the `batches`, back to back) at the end, then index the batches."""
+        self._write_all(buffers)
+        position = self.size
+        for batch in batches:
+            self._index_batch(position, batch.size, batch.last_offset, batch.max_timestamp)
+            position += batch.size
+        self.size = position
+
+    def _write_all(self, buffers: Sequence) -> None:
+        """pwritev everything at the current end, resuming after a partial write. Buffers are bytes-like with
+        one byte per item (bytes, or memoryviews cast to "B")."""
+        pending = list(buffers)
+        position = self.size
+        while pending:
+            written = os.pwritev(self.file.fd, pending[:_IOV_MAX], position)
+            if written == 0:
+                raise OSError(f"no progress writing {self.file.path}")
+            position += written
+            while pending and written >= len(pending[0]):
+                written -= len(pending.pop(0))
+            if written:
+                pending[0] = pending[0][written:]
+
+    def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        """Kafka's rule: a new index entry once more than `index.interval.bytes` were written since the last one."""
+        if self._rolling_timestamp is None:
+            self._rolling_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far, self.offset_of_max_timestamp = max_timestamp, last_offset
+        if (self._bytes_since_last_index_entry > self.index_interval_bytes and not self.offset_index.is_full
+                and not self.time_index.is_full):  # a full index only costs longer scans until the next roll
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += size
+        self.next_offset = last_offset + 1
+
+    def can_hold(self, append_bytes: int, last_offset: int, segment_bytes: int) -> bool:
+        """False when the append would pass `segment.bytes`, fill an index, or overflow relative offsets."""
+        if self.size and self.size > segment_bytes - append_bytes:
+            return False
+        if self.offset_index.is_full or self.time_index.is_full:
+            return False
+        return last_offset - self.base_offset <= _INT32_MAX
+
+    def time_waited_for_roll(self, now_ms: int, max_timestamp_in_append: int) -> int:
+        """How long the segment has been open for `segment.ms`, Kafka's way: from the first batch's max timestamp
+        to the newest timestamp being appended, or, without timestamps, from the segment's creation to now."""
+        if self._rolling_timestamp is None and self.size:
+            first = next(self.iter_batches(0), None)
+            self._rolling_timestamp = first.max_timestamp if first else NO_TIMESTAMP
+        if self._rolling_timestamp is not None and self._rolling_timestamp >= 0:
+            return max_timestamp_in_append - self._rolling_timestamp
+        return now_ms - self.created_ms
+
+    # --- reading --------------------------------------------------------------------------------------------------
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchEntry | None:
+        """The first batch at or after `start_position` whose last offset is >= `offset`; None if none."""
+        position = max(start_position, self.offset_index.lookup(offset).position)
+        for batch in self.iter_batches(position):
+            if batch.last_offset >= offset:
+                return batch
+        return None
+
+    def read(self, offset: int, max_bytes: int, *, max_position: int | None = None,
+             min_one_batch: bool = True) -> tuple[int, int] | None:
+        """(position, length) of the whole batches from the one holding `offset`, at most `max_bytes` of them
+        (but one batch even if larger, with `min_one_batch`), ending before `max_position`. None when the segment
+        holds no such batch; length 0 when there is one but it does not fit `max_bytes`."""
+        first = self.translate_offset(offset)
+        end_limit = self.size if max_position is None else min(max_position, self.size)
+        if first is None or first.position + first.size > end_limit:
+            return None
+        if first.size > max_bytes:
+            return first.position, first.size if min_one_batch else 0
+        target_end = min(end_limit, first.position + max_bytes)
+        end = self._last_batch_end_before(first.position + first.size, target_end)
+        return first.position, end - first.position
+
+    def _last_batch_end_before(self, known_end: int, target_end: int) -> int:
+        """End of the last whole batch that finishes by `target_end`, given a batch boundary at `known_end`."""
+        if target_end >= self.size:
+            return self.size
+        start = max(known_end, self.offset_index.lookup_by_position(target_end).position)
+        end = start
+        for batch in self.iter_batches(start, target_end):
+            end = batch.position + batch.size
+        return max(end, known_end)
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> TimestampOffset | None:
+        """The first record at or after `start_offset` with a timestamp >= `timestamp`, as (timestamp, offset)."""
+        indexed = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(indexed.offset, start_offset)).position
+        for batch in self.iter_batches(position):
+            if batch.max_timestamp >= timestamp and batch.last_offset >= start_offset:
+                for record in iter_records(self.read_bytes(batch.position, batch.size), max_size=2**31 - 1):
+                    if record.timestamp >= timestamp and record.offset >= start_offset:
+                        return TimestampOffset(record.timestamp, record.offset)
+        return None
+
+    def first_record_with_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The first record whose timestamp equals `timestamp` (the max timestamp: ListOffsets MAX_TIMESTAMP)."""
+        for batch in self.iter_batches(0):
+            if batch.max_timestamp == timestamp:
+                for record in iter_records(self.read_bytes(batch.position, batch.size), max_size=2**31 - 1):
+                    if record.timestamp == timestamp:
+                        return TimestampOffset(record.timestamp, record.offset)
+        return None
+
+    # --- truncation and recovery ----------------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove the batch holding `offset` and everything after it; returns the bytes removed."""
+        batch = self.translate_offset(offset)
+        if batch is None:
+            return 0
+        removed = self.size - batch.position
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        os.ftruncate(self.file.fd, batch.position)
+        self.size = batch.position
+        self.next_offset = batch.base_offset if batch.position else self.base_offset
+        entry = self.time_index.last_entry
+        self.max_timestamp_so_far, self.offset_of_max_timestamp = entry.timestamp, entry.offset
+        self._bytes_since_last_index_entry = 0
+        if batch.position == 0:
+            self._rolling_timestamp = None
+        return removed
+
+    def reset_for_recovery(self) -> None:
+        """Drop both indexes and the derived state; `recovery.recover_segment` then re-indexes batch by batch."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        self._bytes_since_last_index_entry = 0
+        self._rolling_timestamp = None
+
+    def index_recovered_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        self._index_batch(position, size, last_offset, max_timestamp)
+
+    def truncate_file(self, position: int) -> None:
+        os.ftruncate(self.file.fd, position)
+        self.size = position
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    def on_become_inactive(self) -> None:
+        """Seal: write the final time index entry and trim both indexes to their entries, as Kafka does."""
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def make_active(self) -> None:
+        """Re-open the indexes for appending (the last segment after a load): preallocate them again."""
+        self.offset_index.resize(max(self.max_index_size, self.offset_index.size_in_bytes))
+        self.time_index.resize(max(self.max_index_size, self.time_index.size_in_bytes))
+
+    def flush(self) -> None:
+        """fsync the log and the indexes; safe to run in an executor thread while the loop appends."""
+        os.fsync(self.file.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def rename_files(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the three files from `<name><old_suffix>` to `<name><new_suffix>` (for example "" to
+        ".deleted"); open descriptors stay valid. Indexes go first, so a `.log` under the new suffix means all three
+        were renamed (what loading relies on for `.swap`)."""
+        for index in (self.offset_index, self.time_index):
+            index.rename(index.path[:len(index.path) - len(old_suffix)] + new_suffix)
+        stem = self.file.path[:len(self.file.path) - len(old_suffix)]
+        os.rename(self.file.path, stem + new_suffix)
+        self.file.path = stem + new_suffix
+
+    def close(self) -> None:
+        """Seal the time index, trim and close the indexes, close the log (shutdown)."""
+        if self.file.fd < 0:
+            return
+        if self.offset_index._fd >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
+                                         skip_full_check=True)
+        self.offset_index.close()
+        self.time_index.close()
+        self.file.close()
+
+    def delete_files(self) -> None:
+        """Unmap the indexes and unlink all three files. The `.log` descriptor is not closed here: readers may
+        still hold it, and it closes with its last reference."""
+        self.offset_index.delete()
+        self.time_index.delete()
+        try:
+            os.unlink(self.file.path)
+        except FileNotFoundError:
+            pass
+
+    def __repr__(self):
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

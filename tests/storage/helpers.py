@@ -1,0 +1,65 @@
+"""Shared builders for the storage tests: batches, a log in a temp dir, and reading records back."""
+from __future__ import annotations
+
+import os
+
+from compatbroker.protocol.records.batch import build_batch, iter_batches, iter_records
+from compatbroker.storage.log import Log
+from compatbroker.storage.log_config import LogConfig
+
+NOW = 1_700_000_000_000
+
+SMALL = LogConfig(segment_bytes=4096, index_interval_bytes=256, segment_index_bytes=4096,
+                  message_timestamp_after_max_ms=2**62)
+
+
+def batch(values, *, timestamp=NOW, keys=None, **kwargs) -> bytes:
+    """A v2 batch holding one record per value (keys default to none), timestamps ascending from `timestamp`."""
+    keys = keys or [None] * len(values)
+    return build_batch([(key, value, (), timestamp + i) for i, (key, value) in enumerate(zip(keys, values))],
+                       **kwargs)
+
+
+def open_log(directory, config=SMALL, **kwargs) -> Log:
+    kwargs.setdefault("now_ms", NOW)
+    return Log.open(os.path.join(str(directory), "topic-0"), "topic", 0, config, **kwargs)
+
+
+def batches_of(data: bytes):
+    """[(header, bytes)] of the batches in `data`."""
+    return [(header, data[pos:pos + header.size]) for pos, header in iter_batches(data)]
+
+
+def records_of(data: bytes):
+    """[(offset, key, value)] of every record in `data`."""
+    out = []
+    for header, raw in batches_of(data):
+        out += [(r.offset, r.key, r.value) for r in iter_records(raw, max_size=1 << 26)]
+    return out
+
+
+def all_bytes(log: Log) -> bytes:
+    return b"".join(segment.read_bytes(0, segment.size) for segment in log.segments)
+
+
+def directory_snapshot(directory) -> dict:
+    """name -> bytes of every file under `directory` (indexes included): to prove nothing changed."""
+    snapshot = {}
+    for root, _, files in os.walk(directory):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as source:
+                snapshot[os.path.relpath(path, directory)] = source.read()
+    return snapshot
+
+
+def abandon(log: Log) -> None:
+    """Drop a log the way a killed process does: descriptors closed, nothing trimmed, sealed or flushed."""
+    for segment in log.segments:
+        for index in (segment.offset_index, segment.time_index):
+            if index._mmap is not None:
+                index._mmap.close()
+                index._mmap = None
+            os.close(index._fd)
+            index._fd = -1
+        segment.file.close()

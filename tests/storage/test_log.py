@@ -1,0 +1,308 @@
+"""The partition log: append (validation, stamping, errors that leave the log untouched), reads, rolls, offsets
+for ListOffsets, flush policy, truncation and DeleteRecords."""
+import dataclasses
+import os
+import struct
+
+import pytest
+
+from compatbroker.protocol.records.batch import (CRC_OFFSET, LOG_APPEND_TIME, build_batch, iter_batches,
+                                                 read_batch_header, validate_batch)
+from compatbroker.protocol.records.compression import Compression
+from compatbroker.protocol.records.control import ControlRecordType, build_control_batch
+from compatbroker.protocol.records.legacy import build_message_set
+from compatbroker.storage.errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError,
+                                         MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError)
+from compatbroker.storage.log_config import LogConfig
+from compatbroker.storage.time_index import TimestampOffset
+
+from .helpers import NOW, SMALL, all_bytes, batch, batches_of, directory_snapshot, open_log, records_of
+
+
+def test_append_assigns_offsets_and_stamps_base_offset_and_leader_epoch(tmp_path):
+    log = open_log(tmp_path)
+    first = log.append(batch([b"a", b"b", b"c"]), leader_epoch=5, now_ms=NOW)
+    second = log.append(batch([b"d"]), leader_epoch=5, now_ms=NOW)
+    assert (first.base_offset, first.last_offset, first.log_append_time_ms, first.log_start_offset) == (0, 2, -1, 0)
+    assert (second.base_offset, second.last_offset) == (3, 3)
+    stored = batches_of(all_bytes(log))
+    assert [(h.base_offset, h.partition_leader_epoch) for h, _ in stored] == [(0, 5), (3, 5)]
+    for _, raw in stored:
+        validate_batch(raw)  # the CRC still holds: only fields outside it were stamped
+    assert records_of(all_bytes(log)) == [(0, None, b"a"), (1, None, b"b"), (2, None, b"c"), (3, None, b"d")]
+    assert log.epochs.entries == [(5, 0)]
+    log.close()
+
+
+def test_record_bytes_are_not_reencoded(tmp_path):
+    log = open_log(tmp_path)
+    payload = batch([b"x" * 100, b"y" * 50], compression=Compression.LZ4, base_offset=999)
+    log.append(memoryview(payload), leader_epoch=1, now_ms=NOW)  # read-only input: stamped via a new prefix
+    stored = all_bytes(log)
+    assert stored[16:] == payload[16:] and stored[:8] == struct.pack(">q", 0)
+    log.close()
+
+
+def test_log_append_time_sets_max_timestamp_and_crc(tmp_path):
+    config = dataclasses.replace(SMALL, message_timestamp_type="LogAppendTime")
+    log = open_log(tmp_path, config)
+    result = log.append(batch([b"a", b"b"], timestamp=5), leader_epoch=0, now_ms=NOW + 7)
+    assert result.log_append_time_ms == NOW + 7
+    (header, raw), = batches_of(all_bytes(log))
+    validate_batch(raw)
+    assert header.timestamp_type == LOG_APPEND_TIME and header.max_timestamp == NOW + 7
+    log.close()
+
+
+def test_legacy_message_sets_are_converted_to_v2(tmp_path):
+    log = open_log(tmp_path)
+    legacy = build_message_set([(b"k1", b"v1", (), NOW), (b"k2", b"v2", (), NOW + 1)], magic=1)
+    result = log.append(legacy, leader_epoch=0, now_ms=NOW)
+    assert (result.base_offset, result.last_offset) == (0, 1)
+    assert records_of(all_bytes(log)) == [(0, b"k1", b"v1"), (1, b"k2", b"v2")]
+    assert all(h.magic == 2 for h, _ in batches_of(all_bytes(log)))
+    log.close()
+
+
+def _corrupt_crc(data: bytes) -> bytes:
+    out = bytearray(data)
+    out[CRC_OFFSET] ^= 0xFF
+    return bytes(out)
+
+
+@pytest.mark.parametrize("make_payload, error, code", [
+    (lambda: _corrupt_crc(batch([b"a"])), CorruptMessageError, 2),
+    (lambda: batch([b"a"])[:-3], CorruptMessageError, 2),
+    (lambda: b"\x00" * 10, CorruptMessageError, 2),
+    (lambda: batch([b"a"]) + batch([b"b"])[:30], CorruptMessageError, 2),
+    (lambda: batch([b"a" * 3000]), MessageTooLargeError, 10),
+    (lambda: b"".join(batch([b"z" * 900]) for _ in range(5)), RecordListTooLargeError, 18),
+    (lambda: batch([b"a"], timestamp=NOW + 10**12), InvalidTimestampError, 32),
+    (lambda: batch([b"a"], compression=Compression.GZIP) + batch([b"b"], compression=Compression.GZIP),
+     InvalidRecordError, 87),
+    (lambda: build_control_batch(ControlRecordType.COMMIT, producer_id=1, producer_epoch=0, coordinator_epoch=0,
+                                 timestamp=NOW), InvalidRecordError, 87),
+])
+def test_rejected_appends_raise_kafka_errors_and_change_nothing(tmp_path, make_payload, error, code):
+    config = dataclasses.replace(SMALL, max_message_bytes=2048, message_timestamp_after_max_ms=3_600_000)
+    log = open_log(tmp_path, config)
+    log.append(batch([b"before"]), leader_epoch=0, now_ms=NOW)
+    log.flush()
+    before = directory_snapshot(tmp_path)
+    with pytest.raises(error) as info:
+        log.append(make_payload(), leader_epoch=0, now_ms=NOW)
+    assert info.value.error_code == code
+    assert directory_snapshot(tmp_path) == before and log.log_end_offset == 1
+    assert log.append(batch([b"after"]), leader_epoch=0, now_ms=NOW).base_offset == 1
+    log.close()
+
+
+def test_compacted_topics_refuse_keyless_records(tmp_path):
+    log = open_log(tmp_path, dataclasses.replace(SMALL, cleanup_policy=("compact",)))
+    with pytest.raises(InvalidRecordError):
+        log.append(batch([b"v"]), leader_epoch=0, now_ms=NOW)
+    assert log.append(batch([b"v"], keys=[b"k"]), leader_epoch=0, now_ms=NOW).base_offset == 0
+    log.close()
+
+
+def test_empty_payload_appends_nothing(tmp_path):
+    log = open_log(tmp_path)
+    assert log.append(b"", leader_epoch=0, now_ms=NOW).base_offset == -1
+    assert log.log_end_offset == 0
+    log.close()
+
+
+def _fill(log, count, size=100, start_ts=NOW):
+    results = []
+    for n in range(count):
+        results.append(log.append(batch([bytes([n % 256]) * size, b"x"], timestamp=start_ts + n), leader_epoch=0,
+                                  now_ms=start_ts + n))
+    return results
+
+
+def test_reads_return_whole_batches_from_the_one_holding_the_offset(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 200)
+    assert len(log.segments) > 5
+    for offset in (0, 1, 2, 57, 58, 201, 398, 399):
+        result = log.read(offset, 1)
+        (header, _), = batches_of(log.read_bytes(offset, 1))
+        assert header.base_offset <= offset <= header.last_offset  # one whole batch despite max_bytes=1
+        assert result.high_watermark == result.log_end_offset == 400
+    everything = log.read_bytes(0, 10**9)
+    assert everything == all_bytes(log) and len(records_of(everything)) == 400
+    assert log.read(400, 100).regions == []
+    with pytest.raises(OffsetOutOfRangeError) as info:
+        log.read(401, 100)
+    assert info.value.error_code == 1
+    log.close()
+
+
+def test_read_limits_max_bytes_min_one_batch_and_max_offset(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 50)
+    size = read_batch_header(all_bytes(log)).size
+    assert len(log.read_bytes(0, size * 3 + size // 2)) == size * 3
+    assert log.read(0, size - 1, min_one_batch=False).regions == []
+    assert records_of(log.read_bytes(10, 10**6, max_offset=20))[-1][0] == 19
+    assert log.read(10, 10**6, max_offset=10).regions == []
+    log.close()
+
+
+def test_reads_cross_segments_and_regions_are_file_ranges(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 100)
+    result = log.read(0, 10**9)
+    assert len(result.regions) == len(log.segments)
+    assert sum(r.length for r in result.regions) == log.size
+    region = result.regions[1]
+    assert os.pread(region.file.fileno(), 8, region.position) == struct.pack(">q", log.segments[1].base_offset)
+    log.close()
+
+
+def test_a_reader_holding_a_deleted_segment_still_reads_its_bytes(tmp_path):
+    log = open_log(tmp_path, dataclasses.replace(SMALL, file_delete_delay_ms=0))
+    _fill(log, 100)
+    region = log.read(0, 10**6).regions[0]
+    expected = os.pread(region.file.fileno(), region.length, region.position)
+    log.delete_records(log.segments[2].base_offset, now_ms=NOW)
+    assert not os.path.exists(os.path.join(log.directory, "00000000000000000000.log"))
+    assert os.pread(region.file.fileno(), region.length, region.position) == expected
+    log.close()
+
+
+def test_roll_by_size_by_time_and_index_entries(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 30)
+    assert all(s.size <= SMALL.segment_bytes for s in log.segments)
+    assert log.segments[0].offset_index.entries >= 1  # one every index.interval.bytes
+    assert log.segments[0].time_index.entries >= 1
+    timed = open_log(tmp_path / "timed", dataclasses.replace(SMALL, segment_ms=1000, segment_bytes=10**6))
+    timed.append(batch([b"a"], timestamp=NOW), leader_epoch=0, now_ms=NOW)
+    timed.append(batch([b"b"], timestamp=NOW + 500), leader_epoch=0, now_ms=NOW + 500)
+    assert len(timed.segments) == 1
+    timed.append(batch([b"c"], timestamp=NOW + 1001), leader_epoch=0, now_ms=NOW + 1001)
+    assert [s.base_offset for s in timed.segments] == [0, 2]
+    log.close()
+    timed.close()
+
+
+def test_sealed_segment_files_have_kafkas_names_and_trimmed_indexes(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 30)
+    sealed = log.segments[0]
+    names = sorted(os.listdir(log.directory))
+    assert "00000000000000000000.log" in names and f"{sealed.next_offset:020d}.index" in names
+    assert os.path.getsize(sealed.offset_index.path) == 8 * sealed.offset_index.entries
+    assert os.path.getsize(log.active_segment.offset_index.path) == SMALL.segment_index_bytes
+    log.close()
+
+
+def test_offsets_for_list_offsets(tmp_path):
+    log = open_log(tmp_path)
+    assert log.max_timestamp() is None and log.offset_for_timestamp(NOW) is None
+    _fill(log, 100, start_ts=NOW)  # batch n: timestamps NOW+n, NOW+n+1 at offsets 2n, 2n+1
+    assert (log.earliest(), log.latest()) == (0, 200)
+    assert log.offset_for_timestamp(0) == TimestampOffset(NOW, 0)
+    assert log.offset_for_timestamp(NOW + 40) == TimestampOffset(NOW + 40, 79)
+    assert log.offset_for_timestamp(NOW + 100) == TimestampOffset(NOW + 100, 199)
+    assert log.offset_for_timestamp(NOW + 101) is None
+    assert log.max_timestamp() == TimestampOffset(NOW + 100, 199)
+    log.close()
+
+
+def test_flush_messages_fsyncs_in_append_and_flush_ms_in_maybe_flush(tmp_path):
+    log = open_log(tmp_path, dataclasses.replace(SMALL, flush_messages=3))
+    log.append(batch([b"a", b"b"]), leader_epoch=0, now_ms=NOW)
+    assert log.recovery_point == 0
+    log.append(batch([b"c"]), leader_epoch=0, now_ms=NOW)
+    assert log.recovery_point == 3
+    timed = open_log(tmp_path / "t", dataclasses.replace(SMALL, flush_ms=1000))
+    timed.append(batch([b"a"]), leader_epoch=0, now_ms=NOW)
+    assert not timed.maybe_flush(NOW + 999) and timed.recovery_point == 0
+    assert timed.maybe_flush(NOW + 1000) and timed.recovery_point == 1
+    log.close()
+    timed.close()
+
+
+def test_truncate_to_removes_later_batches_and_segments(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 100)
+    before = len(log.segments)
+    log.truncate_to(51)  # inside batch 50-51: the whole batch goes
+    assert log.log_end_offset == 50 and len(log.segments) < before
+    assert records_of(log.read_bytes(0, 10**9))[-1][0] == 49
+    assert log.append(batch([b"new"]), leader_epoch=1, now_ms=NOW).base_offset == 50
+    assert log.epochs.entries == [(0, 0), (1, 50)]
+    log.truncate_to(0)
+    assert (log.log_start_offset, log.log_end_offset, len(log.segments)) == (0, 0, 1)
+    log.close()
+
+
+def test_delete_records_moves_the_log_start_offset(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 100)
+    first_segments = len(log.segments)
+    assert log.delete_records(77, now_ms=NOW) == 77
+    assert log.log_start_offset == 77 and len(log.segments) < first_segments
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(76, 100)
+    assert records_of(log.read_bytes(77, 1))[0][0] == 76  # the batch holding 77 starts at 76
+    with pytest.raises(OffsetOutOfRangeError):
+        log.delete_records(201, now_ms=NOW)
+    assert log.delete_records(-1, now_ms=NOW) == 200
+    log.close()
+
+
+def test_reopen_after_clean_close_and_after_crash_keeps_everything(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 60)
+    expected = all_bytes(log)
+    log.flush()
+    log.close()
+    clean = open_log(tmp_path, clean_shutdown=True, recovery_point=120)
+    assert all_bytes(clean) == expected and clean.log_end_offset == 120
+    assert clean.offset_for_timestamp(NOW + 30) == TimestampOffset(NOW + 30, 59)
+    clean.close()
+    crashed = open_log(tmp_path, recovery_point=0)
+    assert all_bytes(crashed) == expected and crashed.log_end_offset == 120
+    assert crashed.append(batch([b"more"]), leader_epoch=0, now_ms=NOW).base_offset == 120
+    crashed.close()
+
+
+def test_missing_or_corrupt_indexes_are_rebuilt(tmp_path):
+    log = open_log(tmp_path)
+    _fill(log, 60)
+    expected = all_bytes(log)
+    entries = log.segments[0].offset_index.entries
+    log.flush()
+    log.close()
+    os.unlink(os.path.join(log.directory, "00000000000000000000.index"))
+    with open(os.path.join(log.directory, f"{log.segments[1].base_offset:020d}.index"), "r+b") as index:
+        index.write(b"\xff" * 16)
+    second_entries = log.segments[1].offset_index.entries
+    reopened = open_log(tmp_path, clean_shutdown=True, recovery_point=120)
+    assert reopened.segments[0].offset_index.entries == entries
+    assert second_entries > 2 and reopened.segments[1].offset_index.entry(0)[0] > 0  # rebuilt, not trusted
+    assert reopened.segments[1].offset_index.entries == second_entries
+    assert all_bytes(reopened) == expected
+    second = reopened.segments[1].base_offset
+    assert records_of(reopened.read_bytes(37, 1))[-1][0] == 37
+    assert records_of(reopened.read_bytes(second + 5, 1))[-1][0] == second + 5
+    reopened.close()
+
+
+def test_control_batches_from_the_coordinator_are_accepted(tmp_path):
+    log = open_log(tmp_path)
+    marker = build_control_batch(ControlRecordType.ABORT, producer_id=9, producer_epoch=1, coordinator_epoch=0,
+                                 timestamp=NOW)
+    assert log.append(marker, leader_epoch=0, now_ms=NOW, origin="coordinator").base_offset == 0
+    assert next(iter_batches(all_bytes(log)))[1].is_control
+    log.close()
+
+
+def test_default_segment_config_accepts_a_batch(tmp_path):
+    log = open_log(tmp_path, LogConfig(segment_index_bytes=4096))
+    log.append(build_batch([(None, b"v", (), NOW)]), leader_epoch=0, now_ms=NOW)
+    assert log.log_end_offset == 1
+    log.close()
