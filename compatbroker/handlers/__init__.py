@@ -1,0 +1,106 @@
+"""Request handlers: one module per API, and the registry the server dispatches on.
+
+A handler module declares what it implements and how:
+
+    API_KEY = 3          # Kafka's API key
+    MIN_VERSION = 0      # oldest version implemented end to end
+    MAX_VERSION = 12     # newest; ApiVersions advertises exactly [MIN_VERSION, MAX_VERSION]
+    async def handle(ctx: RequestContext, request) -> response | None
+
+`handle` gets the decoded request body and returns the response body for `ctx.api_version`, or None when Kafka
+sends no response (Produce with acks=0). The server encodes the response, keeps per-connection order and turns an
+exception into a log line and a closed connection.
+
+Handlers of one connection start in arrival order and may run concurrently (a Fetch long poll does not hold up the
+requests behind it), so a handler that changes state (an append) should do so before its first `await`.
+
+ApiVersions is built from these declarations (never from the schemas' version ranges); `build_registry` refuses a
+range the schemas do not carry or one that includes a version Kafka marks unstable.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Mapping
+from types import MappingProxyType, ModuleType
+from typing import TYPE_CHECKING
+
+from ..protocol import API_KEYS
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..protocol import RequestHeader
+
+HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch", "offset_commit", "offset_fetch",
+                   "offset_delete", "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group",
+                   "describe_groups", "list_groups", "delete_groups"]
+"""Modules of this package that serve requests (later work appends to it)."""
+
+
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    __slots__ = ("broker", "header", "api_version", "client_id", "peer", "listener_host", "listener_port",
+                 "handlers")
+
+    def __init__(self, broker: Broker, header: RequestHeader, *, peer: str = "", listener_host: str = "",
+                 listener_port: int = 0, handlers: Mapping[int, ModuleType] | None = None):
+        self.broker = broker
+        self.header = header
+        self.api_version: int = header.request_api_version
+        self.client_id: str | None = header.client_id
+        self.peer = peer                      # "host:port" of the client, for logs
+        self.listener_host = listener_host    # where the request arrived: Metadata answers the advertised
+        self.listener_port = listener_port    # endpoint of this listener (broker.advertised_endpoint)
+        self.handlers = handlers              # the registry serving this request; None: the default one
+
+    def __repr__(self):
+        return (f"RequestContext(api_key={self.header.request_api_key}, api_version={self.api_version}, "
+                f"client_id={self.client_id!r}, peer={self.peer!r})")
+
+
+class RegistryError(ValueError):
+    """A handler module's declaration does not fit the protocol schemas."""
+
+
+def build_registry(modules: list[str | ModuleType]) -> Mapping[int, ModuleType]:
+    """API key -> handler module, for module names of this package or module-like objects (tests)."""
+    registry = {}
+    for entry in modules:
+        module = importlib.import_module(f"{__name__}.{entry}") if isinstance(entry, str) else entry
+        _check_declaration(module)
+        if module.API_KEY in registry:
+            raise RegistryError(f"API key {module.API_KEY} is served by both {registry[module.API_KEY].__name__} "
+                                f"and {module.__name__}")
+        registry[module.API_KEY] = module
+    return MappingProxyType(dict(sorted(registry.items())))
+
+
+def _check_declaration(module) -> None:
+    name = getattr(module, "__name__", repr(module))
+    pair = API_KEYS.get(getattr(module, "API_KEY", None))
+    if pair is None:
+        raise RegistryError(f"{name}: API_KEY {getattr(module, 'API_KEY', None)!r} is not an API of the schemas")
+    request_cls = pair[0]
+    low, high = request_cls.VALID_VERSIONS
+    if not low <= module.MIN_VERSION <= module.MAX_VERSION <= high:
+        raise RegistryError(f"{name}: versions {module.MIN_VERSION}-{module.MAX_VERSION} are outside the "
+                            f"{request_cls.NAME} schema's {low}-{high}")
+    if getattr(request_cls, "LATEST_VERSION_UNSTABLE", False) and module.MAX_VERSION == high:
+        raise RegistryError(f"{name}: {request_cls.NAME} v{high} is marked unstable and must not be advertised")
+    if not inspect.iscoroutinefunction(module.handle):
+        raise RegistryError(f"{name}: handle must be an async function")
+
+
+@functools.cache
+def default_registry() -> Mapping[int, ModuleType]:
+    """The registry of HANDLER_MODULES, built on first use (so that importing RequestContext imports no handler)."""
+    return build_registry(HANDLER_MODULES)
+
+
+def __getattr__(name):
+    # `from compatbroker.handlers import HANDLERS`: the registry is built lazily, see default_registry.
+    if name == "HANDLERS":
+        return default_registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,14 +4,14 @@ Entry points: `LogManager` (a data directory), `Log` (one partition), `LogConfig
 `StorageError` subclasses, which carry Kafka error codes.
 """
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, LogDirError,
-                     MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError, StorageError,
-                     UnsupportedCompressionTypeError)
+                     MessageTooLargeError, OffsetOutOfRangeError, PolicyViolationError, RecordListTooLargeError,
+                     StorageError, UnsupportedCompressionTypeError)
 from .log import AppendResult, Log, ReadResult
 from .log_config import ConfigError, LogConfig, StorageConfig
 from .log_manager import LogManager
 
 __all__ = [
     "AppendResult", "ConfigError", "CorruptMessageError", "InvalidRecordError", "InvalidTimestampError", "Log",
-    "LogConfig", "LogDirError", "LogManager", "MessageTooLargeError", "OffsetOutOfRangeError", "ReadResult",
-    "RecordListTooLargeError", "StorageConfig", "StorageError", "UnsupportedCompressionTypeError",
+    "LogConfig", "LogDirError", "LogManager", "MessageTooLargeError", "OffsetOutOfRangeError", "PolicyViolationError",
+    "ReadResult", "RecordListTooLargeError", "StorageConfig", "StorageError", "UnsupportedCompressionTypeError",
 ]

@@ -12,13 +12,16 @@ A pass has two halves so that it never blocks appends or reads:
 What is kept, as in Kafka: offsets never change (a cleaned batch keeps its base offset and last offset delta, so
 gaps appear inside batches); a batch's producer id, epoch, base sequence, attributes and partition leader epoch are
 kept; a batch all of whose records go is kept as an empty batch when it carries a producer id (producer state
-needs it) and dropped otherwise; control batches are kept. A batch whose records all survive is copied byte for
-byte; otherwise its surviving records are re-encoded with the same codec (our own small encoder below, since the
-records package builds only batches with consecutive offsets).
+needs it: header only, no codec, no base timestamp) and dropped otherwise; control batches are kept. A batch whose
+records all survive is copied byte for byte; otherwise its surviving records are re-encoded with the same codec (our
+own small encoder below, since the records package builds only batches with consecutive offsets).
 
-Tombstones (null values) are dropped once the segment holding them is older than `delete.retention.ms` by its
-largest timestamp. Deviations: Kafka (KIP-534) stores a delete horizon in the batch instead; aborted transactions
-are not removed; cleaned segments replace old ones one for one instead of being merged.
+Tombstones (null values) follow Kafka's delete horizon (KIP-534): the first pass that keeps a batch holding a
+tombstone rewrites it with a delete horizon of now + `delete.retention.ms` (stored in baseTimestamp, flagged by
+attribute bit 6; record timestamps stay, as deltas from it). A later pass drops the batch's tombstones once now has
+reached its horizon. So a consumer replaying the log gets `delete.retention.ms` from the first cleaning to see them.
+Deviations: aborted transactions are not removed (so markers get no horizon); cleaned segments replace old ones one
+for one instead of being merged.
 
 The cleanable limit is the active segment, pulled back by `min.compaction.lag.ms`; `needs_cleaning` applies
 `min.cleanable.dirty.ratio` (dirty bytes over all sealed bytes) and `max.compaction.lag.ms`.
@@ -31,9 +34,10 @@ from dataclasses import dataclass
 
 from crc32c import crc32c
 
-from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER, LOG_APPEND_TIME, LOG_OVERHEAD,
-                                      RECORD_BATCH_OVERHEAD, iter_records, read_batch_header)
-from ..protocol.records.compression import Compression, compress
+from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CRC_OFFSET, DELETE_HORIZON_MASK, HEADER, LOG_APPEND_TIME,
+                                      LOG_OVERHEAD, NO_TIMESTAMP, RECORD_BATCH_OVERHEAD, iter_records,
+                                      read_batch_header)
+from ..protocol.records.compression import CODEC_MASK, Compression, compress
 from ..protocol.records.varint import varint_size, write_varint, write_varlong
 from .log import Log
 from .segment import CLEANED_SUFFIX, SWAP_SUFFIX, AppendBatch, LogSegment
@@ -95,9 +99,7 @@ def prepare_clean(log: Log, first_dirty_offset: int, now_ms: int) -> CleanPlan |
     if not segments or segments[-1].next_offset <= first_dirty_offset:
         return None
     latest = _key_map(segments, first_dirty_offset)
-    tombstone_limit = now_ms - log.config.delete_retention_ms
-    new = [_clean_segment(log, segment, latest, drop_tombstones=segment.max_timestamp_so_far < tombstone_limit,
-                          now_ms=now_ms) for segment in segments]
+    new = [_clean_segment(log, segment, latest, now_ms=now_ms) for segment in segments]
     return CleanPlan(segments, new, segments[-1].next_offset)
 
 
@@ -148,8 +150,7 @@ def _key_map(segments: list[LogSegment], first_dirty_offset: int) -> dict[bytes,
 
 # --- cleaning one segment -----------------------------------------------------------------------------------------
 
-def _clean_segment(log: Log, segment: LogSegment, latest: dict[bytes, int], *, drop_tombstones: bool,
-                   now_ms: int) -> LogSegment:
+def _clean_segment(log: Log, segment: LogSegment, latest: dict[bytes, int], *, now_ms: int) -> LogSegment:
     for suffix in (".log", ".index", ".timeindex"):
         for stale in (CLEANED_SUFFIX, SWAP_SUFFIX):
             path = os.path.join(log.directory, f"{segment.base_offset:020d}{suffix}{stale}")
@@ -160,7 +161,7 @@ def _clean_segment(log: Log, segment: LogSegment, latest: dict[bytes, int], *, d
                          suffix=CLEANED_SUFFIX)
     for batch in segment.iter_batches():
         data = segment.read_bytes(batch.position, batch.size)
-        kept = _clean_batch(data, latest, drop_tombstones)
+        kept = _clean_batch(data, latest, now_ms, log.config.delete_retention_ms)
         if kept is not None:
             header = read_batch_header(kept)
             cleaned.append([kept], [AppendBatch(len(kept), header.last_offset, header.max_timestamp)])
@@ -171,31 +172,46 @@ def _clean_segment(log: Log, segment: LogSegment, latest: dict[bytes, int], *, d
     return cleaned
 
 
-def _clean_batch(data: bytes, latest: dict[bytes, int], drop_tombstones: bool) -> bytes | None:
-    """The batch with only the records to keep: the same bytes when all stay, None when it should vanish."""
+def _clean_batch(data: bytes, latest: dict[bytes, int], now_ms: int, delete_retention_ms: int) -> bytes | None:
+    """The batch with only the records to keep: the same bytes when all stay (and no delete horizon must be set),
+    None when it should vanish."""
     header = read_batch_header(data)
     if header.is_control:
         return data
+    horizon = header.base_timestamp if header.has_delete_horizon else None
     records = list(iter_records(data, max_size=_MAX_DECOMPRESSED))
-    kept = [r for r in records if _keep(r, latest, drop_tombstones)]
-    if len(kept) == len(records):
+    kept = [r for r in records if _keep(r, latest, horizon, now_ms)]
+    if not kept:
+        return _encode_batch(header, [], None) if header.producer_id >= 0 else None
+    sets_horizon = horizon is None and any(record.value is None for record in kept)
+    if sets_horizon:
+        horizon = now_ms + delete_retention_ms  # first pass to keep these tombstones: they live until then
+    if len(kept) == len(records) and not sets_horizon:
         return data
-    if not kept and header.producer_id < 0:
-        return None
-    return _encode_batch(header, kept)
+    return _encode_batch(header, kept, horizon)
 
 
-def _keep(record, latest: dict[bytes, int], drop_tombstones: bool) -> bool:
+def _keep(record, latest: dict[bytes, int], horizon: int | None, now_ms: int) -> bool:
     if record.key is None:
         return False  # compacted topics refuse keyless records; any left from before the policy change go
     if latest.get(record.key, record.offset) > record.offset:
         return False
-    return not (drop_tombstones and record.value is None)
+    return record.value is not None or horizon is None or now_ms < horizon
 
 
-def _encode_batch(header, records) -> bytes:
-    """A batch with `header`'s fields and these records at their original offsets (Kafka's layout)."""
-    base_timestamp = records[0].timestamp if records else header.base_timestamp
+def _encode_batch(header, records, delete_horizon: int | None) -> bytes:
+    """A batch with `header`'s fields and these records at their original offsets (Kafka's layout). With a
+    `delete_horizon`, it takes baseTimestamp's place. Without records, Kafka's empty batch: the header alone,
+    uncompressed, with no base timestamp."""
+    attributes = header.attributes
+    if not records:
+        attributes &= ~(CODEC_MASK | DELETE_HORIZON_MASK)
+        base_timestamp = NO_TIMESTAMP
+    elif delete_horizon is not None:
+        attributes |= DELETE_HORIZON_MASK
+        base_timestamp = delete_horizon
+    else:
+        base_timestamp = records[0].timestamp
     body = bytearray()
     for record in records:
         _encode_record(body, record.offset - header.base_offset, record.timestamp - base_timestamp, record)
@@ -207,7 +223,7 @@ def _encode_batch(header, records) -> bytes:
         max_timestamp = max(record.timestamp for record in records)
     out = bytearray(RECORD_BATCH_OVERHEAD) + body
     HEADER.pack_into(out, 0, header.base_offset, len(out) - LOG_OVERHEAD, header.partition_leader_epoch,
-                     header.magic, 0, header.attributes, header.last_offset_delta, base_timestamp, max_timestamp,
+                     header.magic, 0, attributes, header.last_offset_delta, base_timestamp, max_timestamp,
                      header.producer_id, header.producer_epoch, header.base_sequence, len(records))
     with memoryview(out) as view:
         _UINT32.pack_into(out, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))

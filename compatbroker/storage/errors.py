@@ -39,6 +39,12 @@ class InvalidRecordError(StorageError):
     error_code = 87
 
 
+class PolicyViolationError(StorageError):
+    """DeleteRecords on a partition whose `cleanup.policy` does not include delete."""
+
+    error_code = 44
+
+
 class LogDirError(StorageError):
     """The data directory is unusable or belongs to another cluster; Kafka answers KAFKA_STORAGE_ERROR."""
 

@@ -47,6 +47,7 @@ class IndexFile:
             self._mmap.close()
             self._mmap = None
         self._length = length
+        self._max_entries = length // self._entry_size
         if length:
             self._mmap = mmap.mmap(self._fd, length, access=mmap.ACCESS_WRITE)
 
@@ -69,11 +70,11 @@ class IndexFile:
 
     @property
     def max_entries(self) -> int:
-        return self._length // self._entry_size
+        return self._max_entries
 
     @property
     def is_full(self) -> bool:
-        return self._entries >= self.max_entries
+        return self._entries >= self._max_entries
 
     @property
     def size_in_bytes(self) -> int:

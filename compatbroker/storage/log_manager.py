@@ -16,8 +16,11 @@ which we do not have; a file beside the partition directories is ignored by Kafk
 Deleting a partition renames its directory to `<topic>-<partition>.<uuid hex>-delete` (Kafka's name) before
 removing it, so a crash halfway leaves nothing that loads as a partition; leftovers are removed at start-up.
 
-The manager runs the periodic work when the broker asks: `flush_due` (flush.ms), `checkpoint` (recovery points
-and log start offsets), `run_retention`, `run_cleaner` (or `prepare_clean`/`commit_clean` for an executor).
+The manager runs the periodic work when the broker asks: `flush_due` (flush.ms, and the fsync of rolled segments:
+call it every second or so even when flush.ms is Kafka's "never", and in an executor, since it fsyncs),
+`checkpoint` (recovery points and log start offsets), `run_retention`, `run_cleaner` (or
+`prepare_clean`/`commit_clean` for an executor). It owns one worker thread that the logs share to check the CRC of
+large appends beside their write (see `Log`).
 """
 from __future__ import annotations
 
@@ -25,10 +28,11 @@ import json
 import os
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 from .checkpoints import (CLEAN_SHUTDOWN_MARKER, CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
                           META_PROPERTIES, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, CheckpointError,
-                          read_offsets, read_partition_metadata, read_properties, uuid_to_string,
+                          fsync_directory, read_offsets, read_partition_metadata, read_properties, uuid_to_string,
                           write_atomically, write_offsets, write_partition_metadata, write_properties)
 from .cleaner import CleanPlan, commit_clean, needs_cleaning, prepare_clean
 from .errors import LogDirError
@@ -68,6 +72,8 @@ class LogManager:
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.first_dirty_offsets: dict[TopicPartition, int] = {}
         self.clean_shutdown = False
+        # One worker: appends come one at a time from the event loop. Its thread starts on the first large append.
+        self.crc_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compatbroker-crc")
 
     # --- start-up and shutdown ------------------------------------------------------------------------------------
 
@@ -104,7 +110,8 @@ class LogManager:
             if known != topic_id:
                 raise LogDirError(f"{path}: topic id {topic_id} differs from {known} of the other partitions")
         self.logs[tp] = Log.open(path, tp[0], tp[1], self.log_config(tp[0]), log_start_offset=start_offset,
-                                 recovery_point=recovery_point, clean_shutdown=self.clean_shutdown, now_ms=now_ms)
+                                 recovery_point=recovery_point, clean_shutdown=self.clean_shutdown, now_ms=now_ms,
+                                 crc_executor=self.crc_executor)
 
     def shutdown(self) -> None:
         """Flush every log, write the checkpoints, close the files, and leave the clean-shutdown marker."""
@@ -114,6 +121,7 @@ class LogManager:
         for log in self.logs.values():
             log.close()
         self.logs = {}
+        self.crc_executor.shutdown()
         write_atomically(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), "")
 
     def close_unclean(self) -> None:
@@ -121,6 +129,7 @@ class LogManager:
         for log in self.logs.values():
             log.close()
         self.logs = {}
+        self.crc_executor.shutdown()
 
     # --- meta.properties, topic configs, checkpoints --------------------------------------------------------------
 
@@ -199,7 +208,9 @@ class LogManager:
         path = os.path.join(self.data_dir, partition_dir_name(topic, partition))
         os.makedirs(path, exist_ok=True)
         write_partition_metadata(os.path.join(path, PARTITION_METADATA), topic_id)
-        log = Log.open(path, topic, partition, self.log_config(topic), now_ms=now_ms, clean_shutdown=True)
+        fsync_directory(self.data_dir)  # the partition directory itself must survive a crash
+        log = Log.open(path, topic, partition, self.log_config(topic), now_ms=now_ms, clean_shutdown=True,
+                       crc_executor=self.crc_executor)
         self.logs[tp] = log
         return log
 
@@ -238,8 +249,18 @@ class LogManager:
     # --- periodic work --------------------------------------------------------------------------------------------
 
     def flush_due(self, now_ms: int) -> int:
-        """Flush the logs whose `flush.ms` has passed; returns how many were flushed."""
+        """Flush the logs whose `flush.ms` has passed, and the segments rolled since the last flush; returns how
+        many logs were flushed. It fsyncs: run it in an executor."""
         return sum(log.maybe_flush(now_ms) for log in list(self.logs.values()))
+
+    def delete_records(self, topic: str, partition: int, offset: int, *, now_ms: int) -> int:
+        """DeleteRecords on one partition (see `Log.delete_records`), with the new log start offset checkpointed
+        at once: records a client deleted must not come back after a crash. Returns the new log start offset."""
+        log = self.logs[(topic, partition)]
+        start = log.delete_records(offset, now_ms=now_ms)
+        write_offsets(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT),
+                      {tp: other.log_start_offset for tp, other in self.logs.items() if other.log_start_offset > 0})
+        return start
 
     def run_retention(self, now_ms: int) -> int:
         """Apply retention to every log; returns the number of segments deleted."""

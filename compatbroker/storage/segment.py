@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from ..protocol.records.batch import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_records
@@ -171,9 +171,20 @@ class LogSegment:
 
     # --- appending ------------------------------------------------------------------------------------------------
 
-    def append(self, buffers: Sequence, batches: Sequence[AppendBatch]) -> None:
-        """Write `buffers` (together: the `batches`, back to back) at the end, then index the batches."""
-        self._write_all(buffers)
+    def append(self, buffers: Sequence, batches: Sequence[AppendBatch], *,
+               verify: Callable[[], object] | None = None) -> None:
+        """Write `buffers` (together: the `batches`, back to back) at the end, then index the batches.
+
+        `verify` (the CRC check running beside the write) is called once the bytes are written and before they
+        count. If it raises, or the write fails, the file is cut back to its old size: the segment is exactly as
+        it was, and neither readers nor recovery see the rejected bytes."""
+        try:
+            self._write_all(buffers)
+            if verify is not None:
+                verify()
+        except BaseException:
+            os.ftruncate(self.file.fd, self.size)
+            raise
         position = self.size
         for batch in batches:
             self._index_batch(position, batch.size, batch.last_offset, batch.max_timestamp)
@@ -333,8 +344,12 @@ class LogSegment:
         self.time_index.resize(max(self.max_index_size, self.time_index.size_in_bytes))
 
     def flush(self) -> None:
-        """fsync the log and the indexes; safe to run in an executor thread while the loop appends."""
-        os.fsync(self.file.fd)
+        """fsync the log and the indexes; safe to run in an executor thread while the loop appends (a segment
+        closed meanwhile is skipped: it was deleted, or the log was closed after its own flush)."""
+        fd = self.file.fd
+        if fd < 0:
+            return
+        os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 

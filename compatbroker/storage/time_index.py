@@ -26,14 +26,14 @@ class TimeIndex(IndexFile):
     @property
     def is_full(self) -> bool:
         """Full one slot early: the last slot is kept for the entry written when the segment is sealed."""
-        return self.entries >= self.max_entries - 1
+        return self._entries >= self._max_entries - 1
 
     @property
     def last_entry(self) -> TimestampOffset:
         """The last entry, or (-1, base offset) when empty."""
-        if not self.entries:
+        if not self._entries:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        timestamp, relative = self.entry(self.entries - 1)
+        timestamp, relative = self.entry(self._entries - 1)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
@@ -44,10 +44,10 @@ class TimeIndex(IndexFile):
         """
         if not skip_full_check and self.is_full:
             raise IndexError(f"time index {self.path} is full ({self.entries} entries)")
-        if self.entries >= self.max_entries:
+        if self._entries >= self._max_entries:
             return
         last = self.last_entry
-        if self.entries and offset < last.offset:
+        if self._entries and offset < last.offset:
             raise ValueError(f"time index entry for offset {offset} precedes {last.offset}")
         if timestamp > last.timestamp:
             self._append_entry(timestamp, offset - self.base_offset)

@@ -14,6 +14,11 @@ by one (Kafka's validator does walk them): the CRC already proves the bytes are 
 over a 1 MiB batch of 1 KiB records costs about ten times the write itself. Records are decoded only where Kafka's
 rules need their contents: keys of compacted topics, and conversion of legacy message sets.
 
+The CRC pass is the one cost that grows with the payload, so a caller may split it off: `validate_records(...,
+check_crc=False)` does everything else, and `verify_crcs` (which releases the GIL) can then run in a worker thread
+while the bytes are being written; the log undoes the write if it fails. A payload that fails another check is
+validated again with its CRCs, so the error reported is the one the full sequence would report first.
+
 Not done: a topic-level `compression.type` other than "producer" is accepted but not applied (Kafka would
 recompress the batches); the bytes are stored as the producer compressed them.
 
@@ -25,15 +30,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..protocol.records.batch import (MAGIC_OFFSET, NO_TIMESTAMP, RECORDS_OFFSET, BatchHeader, batch_crc,
-                                      iter_batches, iter_records)
+from crc32c import crc32c
+
+from ..protocol.records.batch import (ATTRIBUTES_OFFSET, MAGIC_OFFSET, NO_TIMESTAMP, RECORDS_OFFSET, BatchHeader,
+                                      batch_crc, iter_batches, iter_records)
 from ..protocol.records.compression import DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError
 from ..protocol.records.errors import InvalidRecordError as RecordRuleError
 from ..protocol.records.errors import UnsupportedCompressionError
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
-                     RecordListTooLargeError, UnsupportedCompressionTypeError)
+                     RecordListTooLargeError, StorageError, UnsupportedCompressionTypeError)
 from .log_config import LogConfig
 
 CLIENT = "client"
@@ -57,8 +64,30 @@ def _records_error(exc: Exception) -> Exception:
     return CorruptMessageError(str(exc))
 
 
-def validate_records(records, config: LogConfig, now_ms: int, *, origin: str = CLIENT) -> list[CheckedBatch]:
-    """The batches of a produce payload, validated; raises a StorageError subclass on the first failure."""
+def validate_records(records, config: LogConfig, now_ms: int, *, origin: str = CLIENT,
+                     check_crc: bool = True) -> list[CheckedBatch]:
+    """The batches of a produce payload, validated; raises a StorageError subclass on the first failure.
+
+    With `check_crc=False` the CRCs are left to `verify_crcs`, which the caller must run before the batches count.
+    """
+    try:
+        return _validate(records, config, now_ms, origin, check_crc)
+    except StorageError:
+        if check_crc:
+            raise
+        return _validate(records, config, now_ms, origin, True)  # raises: a bad CRC may come first in Kafka's order
+
+
+def verify_crcs(batches: list[CheckedBatch]) -> None:
+    """Raise CorruptMessageError unless every batch's CRC-32C matches. Releases the GIL while computing, so that
+    it can overlap a write in another thread."""
+    for batch in batches:
+        crc = crc32c(batch.view[ATTRIBUTES_OFFSET:], gil_release_mode=1)  # always, even for small batches
+        if crc != batch.header.crc:
+            raise CorruptMessageError(f"batch CRC is {batch.header.crc:#010x}, computed {crc:#010x}")
+
+
+def _validate(records, config: LogConfig, now_ms: int, origin: str, check_crc: bool) -> list[CheckedBatch]:
     view = memoryview(records).cast("B")
     if len(view) == 0:
         return []
@@ -71,7 +100,7 @@ def validate_records(records, config: LogConfig, now_ms: int, *, origin: str = C
         positions = list(iter_batches(view))
     except (CorruptRecordError, RecordRuleError, UnsupportedCompressionError) as exc:
         raise _records_error(exc) from None
-    checked = [_check_batch(view[pos:pos + header.size], header, owned, config, now_ms, origin)
+    checked = [_check_batch(view[pos:pos + header.size], header, owned, config, now_ms, origin, check_crc)
                for pos, header in positions]
     if len(checked) > 1 and any(batch.header.compression != Compression.NONE for batch in checked):
         raise InvalidRecordError("a compressed produce payload must hold exactly one batch")
@@ -82,11 +111,11 @@ def validate_records(records, config: LogConfig, now_ms: int, *, origin: str = C
 
 
 def _check_batch(view: memoryview, header: BatchHeader, owned: bool, config: LogConfig, now_ms: int,
-                 origin: str) -> CheckedBatch:
+                 origin: str, check_crc: bool) -> CheckedBatch:
     if len(view) > config.max_message_bytes:
         raise MessageTooLargeError(f"batch of {len(view)} bytes exceeds max.message.bytes={config.max_message_bytes}")
     try:
-        _check_batch_level(view, header)
+        _check_batch_level(view, header, check_crc)
         if header.is_control and origin == CLIENT:
             raise RecordRuleError("clients may not write control batches")
         if config.compact and not header.is_control:
@@ -98,12 +127,13 @@ def _check_batch(view: memoryview, header: BatchHeader, owned: bool, config: Log
     return CheckedBatch(view, header, owned)
 
 
-def _check_batch_level(view: memoryview, header: BatchHeader) -> None:
+def _check_batch_level(view: memoryview, header: BatchHeader, check_crc: bool) -> None:
     """`validate_batch` without its record-by-record walk: CRC, count, control compression (`iter_batches`
     already checked magic and length)."""
-    crc = batch_crc(view, header.size)
-    if crc != header.crc:
-        raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
+    if check_crc:
+        crc = batch_crc(view, header.size)
+        if crc != header.crc:
+            raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
     if header.count < 0:
         raise CorruptRecordError(f"negative record count {header.count}")
     if header.count == 0 or header.last_offset_delta != header.count - 1:

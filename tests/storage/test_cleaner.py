@@ -72,12 +72,59 @@ def test_tombstones_go_after_delete_retention(tmp_path):
     log.close()
 
 
+def _tombstone_batch(log):
+    return next((h, raw) for h, raw in batches_of(all_bytes(log)) if any(r[2] is None for r in records_of(raw)))
+
+
+def test_tombstones_live_delete_retention_ms_from_the_first_pass_that_keeps_them(tmp_path):
+    """Kafka's delete horizon: however old a tombstone is, the first cleaning stamps its batch with now +
+    delete.retention.ms, and only a pass at or after that time drops it."""
+    log = open_log(tmp_path, dataclasses.replace(COMPACT, delete_retention_ms=1000))
+    old = NOW - 10**9  # written long before delete.retention.ms
+    log.append(batch([b"v"], keys=[b"k"], timestamp=old), leader_epoch=0, now_ms=NOW)
+    log.append(batch([b"other", None], keys=[b"o", b"k"], timestamp=old + 1), leader_epoch=0, now_ms=NOW)
+    log.roll(NOW)
+    log.append(batch([b"x"], keys=[b"x"], timestamp=NOW), leader_epoch=0, now_ms=NOW)
+    assert clean(log, 0, NOW) is not None
+    header, raw = _tombstone_batch(log)
+    assert header.has_delete_horizon and header.base_timestamp == NOW + 1000
+    assert batch_crc(raw, len(raw)) == header.crc and header.max_timestamp == old + 2
+    assert [(r.offset, r.timestamp, r.value) for r in iter_records(raw, max_size=1 << 20)] == [
+        (1, old + 1, b"other"), (2, old + 2, None)]  # record timestamps survive the new base timestamp
+    log.roll(NOW)
+    log.append(batch([b"y"], keys=[b"y"], timestamp=NOW), leader_epoch=0, now_ms=NOW)
+    clean(log, 0, NOW + 999)
+    assert _tombstone_batch(log)[0].base_timestamp == NOW + 1000  # not yet, and the horizon is not moved
+    log.roll(NOW)
+    log.append(batch([b"z"], keys=[b"z"], timestamp=NOW), leader_epoch=0, now_ms=NOW)
+    clean(log, 0, NOW + 1000)
+    assert records_of(all_bytes(log)) == [(1, b"o", b"other"), (3, b"x", b"x"), (4, b"y", b"y"), (5, b"z", b"z")]
+    log.close()
+
+
+def test_a_fully_cleaned_batch_with_a_producer_id_stays_as_kafkas_empty_batch(tmp_path):
+    log = open_log(tmp_path, COMPACT)
+    log.append(batch([b"a1", b"b1"], keys=[b"a", b"b"], compression=Compression.GZIP, producer_id=5,
+                     producer_epoch=2, base_sequence=7), leader_epoch=3, now_ms=NOW)
+    log.append(batch([b"a2", b"b2"], keys=[b"a", b"b"], timestamp=NOW + 9), leader_epoch=3, now_ms=NOW)
+    log.roll(NOW)
+    log.append(batch([b"c"], keys=[b"c"]), leader_epoch=3, now_ms=NOW)
+    clean(log, 0, NOW)
+    (empty, raw), _, _ = batches_of(all_bytes(log))
+    assert (empty.base_offset, empty.last_offset_delta, empty.count, len(raw)) == (0, 1, 0, 61)
+    assert (empty.producer_id, empty.producer_epoch, empty.base_sequence) == (5, 2, 7)
+    assert empty.compression == Compression.NONE and empty.base_timestamp == -1 and empty.max_timestamp == NOW + 1
+    assert batch_crc(raw, len(raw)) == empty.crc and empty.partition_leader_epoch == 3
+    log.close()
+
+
 def test_a_pass_is_discarded_when_the_log_changed_meanwhile(tmp_path):
     log = open_log(tmp_path, dataclasses.replace(COMPACT, file_delete_delay_ms=0))
     for n in range(100):
         log.append(batch([b"v" * 100], keys=[b"k%d" % (n % 3)]), leader_epoch=0, now_ms=NOW)
     plan = prepare_clean(log, 0, NOW)
-    log.delete_records(log.segments[1].base_offset, now_ms=NOW)  # retention ran while the plan was built
+    log.advance_log_start_offset(log.segments[1].base_offset)  # retention ran while the plan was built
+    assert log.delete_segments_below_start(NOW) == 1
     before = all_bytes(log)
     assert not commit_clean(log, plan, NOW)
     assert all_bytes(log) == before

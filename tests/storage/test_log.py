@@ -3,6 +3,7 @@ for ListOffsets, flush policy, truncation and DeleteRecords."""
 import dataclasses
 import os
 import struct
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -12,7 +13,8 @@ from compatbroker.protocol.records.compression import Compression
 from compatbroker.protocol.records.control import ControlRecordType, build_control_batch
 from compatbroker.protocol.records.legacy import build_message_set
 from compatbroker.storage.errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError,
-                                         MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError)
+                                         MessageTooLargeError, OffsetOutOfRangeError, PolicyViolationError,
+                                         RecordListTooLargeError)
 from compatbroker.storage.log_config import LogConfig
 from compatbroker.storage.time_index import TimestampOffset
 
@@ -211,18 +213,90 @@ def test_offsets_for_list_offsets(tmp_path):
     log.close()
 
 
-def test_flush_messages_fsyncs_in_append_and_flush_ms_in_maybe_flush(tmp_path):
+def _record_fsyncs(monkeypatch) -> list[str]:
+    """Patch os.fsync to note the path of every file or directory it syncs (then sync it as usual)."""
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def test_flush_messages_is_left_to_the_caller_and_flush_ms_to_maybe_flush(tmp_path, monkeypatch):
     log = open_log(tmp_path, dataclasses.replace(SMALL, flush_messages=3))
-    log.append(batch([b"a", b"b"]), leader_epoch=0, now_ms=NOW)
-    assert log.recovery_point == 0
-    log.append(batch([b"c"]), leader_epoch=0, now_ms=NOW)
-    assert log.recovery_point == 3
+    assert not log.append(batch([b"a", b"b"]), leader_epoch=0, now_ms=NOW).flush_needed  # also starts epoch 0
+    synced = _record_fsyncs(monkeypatch)
+    result = log.append(batch([b"c"]), leader_epoch=0, now_ms=NOW)
+    assert result.flush_needed and log.recovery_point == 0 and synced == []  # append never fsyncs
+    log.flush()
+    assert log.recovery_point == 3 and os.path.join(log.directory, "00000000000000000000.log") in synced
+    assert log.directory in synced  # the segment is new since the last flush: its directory entry too
+    assert not log.append(batch([b"d"]), leader_epoch=0, now_ms=NOW).flush_needed
+    synced.clear()
+    log.flush(up_to=3)
+    assert synced == [] and log.recovery_point == 3  # already durable: no fsync at all
     timed = open_log(tmp_path / "t", dataclasses.replace(SMALL, flush_ms=1000))
     timed.append(batch([b"a"]), leader_epoch=0, now_ms=NOW)
-    assert not timed.maybe_flush(NOW + 999) and timed.recovery_point == 0
-    assert timed.maybe_flush(NOW + 1000) and timed.recovery_point == 1
+    assert not timed.flush_due(NOW + 999) and not timed.maybe_flush(NOW + 999) and timed.recovery_point == 0
+    assert timed.flush_due(NOW + 1000) and timed.maybe_flush(NOW + 1000) and timed.recovery_point == 1
+    assert not timed.flush_due(NOW + 5000)  # nothing left to flush
     log.close()
     timed.close()
+
+
+def test_rolled_segments_await_an_fsync_that_maybe_flush_runs(tmp_path, monkeypatch):
+    log = open_log(tmp_path)  # Kafka's default policy: never flush for messages or time
+    _fill(log, 100)
+    assert len(log.segments) > 3 and log.recovery_point == 0
+    assert log.flush_due(NOW)
+    synced = _record_fsyncs(monkeypatch)
+    assert log.maybe_flush(NOW)
+    active = log.active_segment
+    assert log.recovery_point == active.base_offset < log.log_end_offset
+    assert {s.file.path for s in log.segments[:-1]} <= set(synced) and active.file.path not in synced
+    assert not log.flush_due(NOW) and not log.maybe_flush(NOW)
+    log.roll(NOW)
+    assert log.flush_due(NOW) and log.maybe_flush(NOW) and log.recovery_point == log.log_end_offset
+    log.append(batch([b"more"]), leader_epoch=0, now_ms=NOW)
+    log.flush()
+    log.delete_records(-1, now_ms=NOW)  # rolls a segment whose offsets are all durable already
+    assert log.flush_due(NOW) and log.maybe_flush(NOW) and not log.flush_due(NOW)
+    log.close()
+
+
+def test_a_flush_that_overlaps_a_truncation_leaves_the_recovery_point_alone(tmp_path, monkeypatch):
+    log = open_log(tmp_path)
+    _fill(log, 30)
+    target = log.log_end_offset
+    real_flush = type(log.active_segment).flush
+
+    def flush_while_truncating(segment):
+        if log.log_end_offset == target:
+            log.truncate_to(10)  # the loop truncates while the flush thread is inside fsync
+        real_flush(segment)
+
+    monkeypatch.setattr(type(log.active_segment), "flush", flush_while_truncating)
+    log.flush()
+    assert log.log_end_offset == 10 and log.recovery_point == 0
+    log.close()
+
+
+def test_flush_in_a_thread_while_appending_only_claims_what_it_synced(tmp_path):
+    log = open_log(tmp_path)
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        for n in range(40):
+            result = log.append(batch([b"v" * 300]), leader_epoch=0, now_ms=NOW)
+            flushed = executor.submit(log.flush)
+            log.append(batch([b"w"]), leader_epoch=0, now_ms=NOW)  # may land before or after the flush's start
+            flushed.result()
+            assert result.last_offset < log.recovery_point <= log.log_end_offset
+    log.flush()
+    assert log.recovery_point == log.log_end_offset == 80
+    log.close()
 
 
 def test_truncate_to_removes_later_batches_and_segments(tmp_path):
@@ -251,6 +325,22 @@ def test_delete_records_moves_the_log_start_offset(tmp_path):
     with pytest.raises(OffsetOutOfRangeError):
         log.delete_records(201, now_ms=NOW)
     assert log.delete_records(-1, now_ms=NOW) == 200
+    # Up to the log end: the active segment is rolled and goes too, as in Kafka.
+    assert [(s.base_offset, s.size) for s in log.segments] == [(200, 0)] and log.size == 0
+    assert log.append(batch([b"next"]), leader_epoch=0, now_ms=NOW).base_offset == 200
+    log.close()
+
+
+@pytest.mark.parametrize("policy, allowed", [(("compact",), False), (("compact", "delete"), True)])
+def test_delete_records_needs_the_delete_policy(tmp_path, policy, allowed):
+    log = open_log(tmp_path, dataclasses.replace(SMALL, cleanup_policy=policy))
+    log.append(batch([b"v", b"w"], keys=[b"k", b"l"]), leader_epoch=0, now_ms=NOW)
+    if allowed:
+        assert log.delete_records(1, now_ms=NOW) == 1
+    else:
+        with pytest.raises(PolicyViolationError) as info:
+            log.delete_records(1, now_ms=NOW)
+        assert info.value.error_code == 44 and log.log_start_offset == 0
     log.close()
 
 
@@ -306,3 +396,67 @@ def test_default_segment_config_accepts_a_batch(tmp_path):
     log.append(build_batch([(None, b"v", (), NOW)]), leader_epoch=0, now_ms=NOW)
     assert log.log_end_offset == 1
     log.close()
+
+
+class _CountingExecutor(ThreadPoolExecutor):
+    """A one-worker executor that counts the jobs it was given (to prove which appends overlapped their CRC)."""
+
+    def __init__(self):
+        super().__init__(max_workers=1)
+        self.jobs = 0
+
+    def submit(self, *args, **kwargs):
+        self.jobs += 1
+        return super().submit(*args, **kwargs)
+
+
+LARGE = dataclasses.replace(SMALL, segment_bytes=1 << 20, max_message_bytes=1 << 20, segment_index_bytes=1 << 16)
+
+
+def _large_batch(fill: int, *, timestamp=NOW) -> bytes:
+    return batch([bytes([fill]) * 1000] * 700, timestamp=timestamp)  # about 700 KiB: above the overlap threshold
+
+
+def test_large_appends_check_their_crc_beside_the_write(tmp_path):
+    with _CountingExecutor() as executor:
+        log = open_log(tmp_path, LARGE, crc_executor=executor)
+        log.append(batch([b"small"]), leader_epoch=0, now_ms=NOW)
+        assert executor.jobs == 0  # small payloads check inline
+        result = log.append(memoryview(_large_batch(1)), leader_epoch=0, now_ms=NOW)
+        assert executor.jobs == 1 and (result.base_offset, result.last_offset) == (1, 700)
+        _, (header, stored) = batches_of(all_bytes(log))
+        validate_batch(stored)
+        assert stored[16:] == _large_batch(1)[16:] and header.base_offset == 1
+        log.close()
+
+
+@pytest.mark.parametrize("needs_roll", [False, True])
+def test_a_large_append_with_a_bad_crc_leaves_the_log_as_it_was(tmp_path, needs_roll):
+    with _CountingExecutor() as executor:
+        log = open_log(tmp_path, LARGE, crc_executor=executor)
+        log.append(_large_batch(1) if needs_roll else batch([b"before"]), leader_epoch=0, now_ms=NOW)
+        log.flush()
+        before, end = directory_snapshot(tmp_path), log.log_end_offset
+        with pytest.raises(CorruptMessageError):
+            log.append(_corrupt_crc(_large_batch(2)), leader_epoch=0, now_ms=NOW)
+        assert executor.jobs == 2 - (not needs_roll)
+        assert directory_snapshot(tmp_path) == before  # bytes written beside the CRC check were cut off again
+        assert log.log_end_offset == end and len(log.segments) == 1
+        assert log.append(_large_batch(3), leader_epoch=0, now_ms=NOW).base_offset == end
+        assert records_of(all_bytes(log))[-1] == (end + 699, None, bytes([3]) * 1000)
+        assert len(log.segments) == 1 + needs_roll  # a second large batch does not fit the first's segment
+        log.close()
+
+
+def test_a_deferred_crc_keeps_kafkas_error_order(tmp_path):
+    """A batch that is both corrupt and too far in the future is CORRUPT_MESSAGE (the CRC is checked first), as
+    when the CRC runs inline: a client retries the first and gives up on the second."""
+    with _CountingExecutor() as executor:
+        log = open_log(tmp_path, dataclasses.replace(LARGE, message_timestamp_after_max_ms=1000),
+                       crc_executor=executor)
+        with pytest.raises(CorruptMessageError):
+            log.append(_corrupt_crc(_large_batch(1, timestamp=NOW + 10**9)), leader_epoch=0, now_ms=NOW)
+        with pytest.raises(InvalidTimestampError):
+            log.append(_large_batch(1, timestamp=NOW + 10**9), leader_epoch=0, now_ms=NOW)
+        assert log.log_end_offset == 0 and log.size == 0
+        log.close()

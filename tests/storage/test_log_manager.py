@@ -93,3 +93,56 @@ def test_periodic_retention_and_cleaner(tmp_path):
     assert read_offsets(str(tmp_path / "log-start-offset-checkpoint"))[("d", 0)] > 0
     assert ("c", 0) in read_offsets(str(tmp_path / "cleaner-offset-checkpoint"))
     manager.shutdown()
+
+
+def test_flush_due_syncs_rolled_segments_and_the_checkpoint_follows(tmp_path):
+    manager = _manager(tmp_path)
+    manager.create_topic("t", 1, now_ms=NOW)
+    log = manager.get_log("t", 0)
+    for n in range(60):
+        log.append(batch([b"x" * 100]), leader_epoch=0, now_ms=NOW)
+    assert len(log.segments) > 2 and log.recovery_point == 0
+    assert manager.flush_due(NOW) == 1 and manager.flush_due(NOW) == 0
+    manager.checkpoint()
+    rolled_up_to = log.active_segment.base_offset
+    assert read_offsets(str(tmp_path / "recovery-point-offset-checkpoint")) == {("t", 0): rolled_up_to}
+    manager.close_unclean()
+    again = _manager(tmp_path)  # recovery scans the active segment only, and keeps everything
+    assert again.get_log("t", 0).log_end_offset == 60
+    again.shutdown()
+
+
+def test_delete_records_is_checkpointed_at_once(tmp_path):
+    manager = _manager(tmp_path)
+    manager.create_topic("t", 1, now_ms=NOW)
+    for n in range(10):
+        manager.get_log("t", 0).append(batch([b"v%d" % n]), leader_epoch=0, now_ms=NOW)
+    assert manager.delete_records("t", 0, 7, now_ms=NOW) == 7
+    assert read_offsets(str(tmp_path / "log-start-offset-checkpoint")) == {("t", 0): 7}
+    manager.close_unclean()  # a crash right after DeleteRecords: the records stay deleted
+    again = _manager(tmp_path)
+    assert again.get_log("t", 0).log_start_offset == 7
+    assert [r[2] for r in records_of(again.get_log("t", 0).read_bytes(7, 10**6))][-3:] == [b"v7", b"v8", b"v9"]
+    again.shutdown()
+
+
+def test_large_appends_through_the_manager_use_its_crc_worker(tmp_path):
+    manager = LogManager(str(tmp_path), broker_properties={"log.message.timestamp.after.max.ms": str(2**62)})
+    manager.startup(NOW)
+    log = manager.create_log("big", 0, now_ms=NOW)
+    assert log.crc_executor is manager.crc_executor
+    payload = batch([b"p" * 1000] * 600)
+    assert log.append(payload, leader_epoch=0, now_ms=NOW).last_offset == 599
+    assert log.read_bytes(0, 1 << 20)[16:] == payload[16:]
+    manager.shutdown()
+
+
+def test_a_flush_of_a_partition_deleted_meanwhile_is_harmless(tmp_path):
+    manager = _manager(tmp_path)
+    manager.create_topic("t", 1, now_ms=NOW)
+    log = manager.get_log("t", 0)
+    log.append(batch([b"v"]), leader_epoch=0, now_ms=NOW)
+    manager.delete_topic("t")  # the broker's executor may still hold the log and flush it
+    log.flush()
+    assert log.recovery_point == 0 and not any(name.startswith("t-") for name in os.listdir(tmp_path))
+    manager.shutdown()

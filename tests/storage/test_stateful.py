@@ -1,5 +1,5 @@
-"""Model-based test: random appends, reads, rolls, retention runs, DeleteRecords, compactions and restarts (clean
-and crashed) against an in-memory model of a compacted-and-deleted partition: a list of (offset, key, value,
+"""Model-based test: random appends, reads, rolls, flushes, retention runs, DeleteRecords, compactions and restarts
+(clean and crashed) against an in-memory model of a compacted-and-deleted partition: a list of (offset, key, value,
 timestamp) records plus the log start and end offsets."""
 import dataclasses
 import shutil
@@ -103,6 +103,22 @@ class LogMachine(RuleBasedStateMachine):
                 latest[record[1]] = record[0]
         self.records = [r for r in self.records if r[0] >= limit or latest[r[1]] == r[0]]
 
+    @rule(data=st.data())
+    def flush(self, data):
+        up_to = data.draw(st.one_of(st.none(), st.integers(self.start, self.end)))
+        before = self.log.recovery_point
+        self.log.flush(up_to=up_to)
+        assert self.log.recovery_point == max(before, self.end if up_to is None else up_to)
+
+    @rule()
+    def periodic_flush(self):
+        """What the broker's scheduler runs: with Kafka's default policy, only the segments rolled since."""
+        rolled = self.log.flush_due(self.clock)
+        assert self.log.maybe_flush(self.clock) == rolled
+        if rolled:
+            assert self.log.recovery_point >= self.log.active_segment.base_offset
+        assert not self.log.flush_due(self.clock)
+
     @rule(crash=st.booleans())
     def restart(self, crash):
         recovery_point = self.log.recovery_point
@@ -126,6 +142,7 @@ class LogMachine(RuleBasedStateMachine):
     @invariant()
     def offsets_and_contents_match(self):
         assert (self.log.log_start_offset, self.log.log_end_offset) == (self.start, self.end)
+        assert self.log.recovery_point <= self.end
         stored = [r for r in _records_from(self.log.read_bytes(self.start, 1 << 30)) if r[0] >= self.start]
         assert stored == self.records
 

@@ -1,0 +1,209 @@
+"""Load generation for the broker benchmark: confluent-kafka (librdkafka) producers and consumers, and the
+loopback limit (a plain os.sendfile of log bytes to a reader that throws them away).
+
+Every function here talks to any Kafka broker by its bootstrap address; none knows which broker it is measuring.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+
+MiB = 1 << 20
+
+# One configuration for both peers. acks stays at the client's default (all): on one broker without a flush
+# policy it costs what acks=1 costs. Only failed deliveries are reported back to Python, so the Python side of
+# the client does as little per message as the API allows.
+PRODUCER_CONFIG = {
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1_048_576,
+    "compression.type": "none",
+    "delivery.report.only.error": True,
+    "log_level": 3,
+}
+# No consumer group yet (the broker has no group coordinator): assign() with explicit offsets, no commits.
+# librdkafka insists on a group.id all the same.
+# - librdkafka stops fetching for fetch.queue.backoff.ms (1 s by default) whenever its local queue, shared by all
+#   assigned partitions, holds queued.min.messages: with the defaults a fast broker fills it in a blink and the run
+#   measures that pause, so both are raised.
+# - max.partition.fetch.bytes is raised from 1 MiB so one partition's backlog is not read 1 MiB per round trip.
+#   fetch.max.bytes is lowered from 50 MiB to 16 MiB: librdkafka allocates each response whole, and a response of
+#   32 MiB or more is past glibc's largest mmap threshold, so it lands in fresh memory each time, one page fault
+#   per 4 KiB received (measured: a fault per page consumed and a 20% lower rate at 32 MiB). The mock sends one
+#   batch per partition per response whatever these say, so they only shape compatbroker's responses.
+CONSUMER_CONFIG = {
+    "queued.min.messages": 1_000_000,
+    "fetch.queue.backoff.ms": 10,
+    "group.id": "compatbroker-bench",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "fetch.max.bytes": 16 * MiB,
+    "max.partition.fetch.bytes": 8 * MiB,
+    "receive.message.max.bytes": 17 * MiB,
+    "queued.max.messages.kbytes": 256 * 1024,
+    "log_level": 3,
+}
+
+
+class LoadError(RuntimeError):
+    """A run did not complete: delivery errors, a timeout, or records missing."""
+
+
+@dataclass
+class Run:
+    messages: int
+    seconds: float
+
+    @property
+    def messages_per_s(self) -> float:
+        return self.messages / self.seconds
+
+
+def _errors_counter():
+    errors = []
+
+    def on_delivery(err, _msg):
+        if err is not None:
+            errors.append(err)
+    return errors, on_delivery
+
+
+def make_producer(bootstrap: str, **overrides) -> tuple[Producer, list]:
+    errors, on_delivery = _errors_counter()
+    config = dict(PRODUCER_CONFIG, **overrides)
+    config.update({"bootstrap.servers": bootstrap, "on_delivery": on_delivery})
+    return Producer(config), errors
+
+
+def produce(producer: Producer, errors: list, topic: str, partitions: list[int], payload: bytes, count: int,
+            timeout_s: float) -> Run:
+    """Send `count` copies of `payload` round-robin over `partitions` and wait until all are acknowledged."""
+    send, poll = producer.produce, producer.poll
+    width = len(partitions)
+    deadline = time.monotonic() + timeout_s
+    start = time.perf_counter()
+    for i in range(count):
+        while True:
+            try:
+                send(topic, payload, partition=partitions[i % width])
+                break
+            except BufferError:  # the client's queue is full: let it drain
+                poll(0.005)
+                if time.monotonic() > deadline:
+                    raise LoadError("produce to %s timed out with the client queue full" % topic)
+    remaining = producer.flush(max(0.0, deadline - time.monotonic()))
+    seconds = time.perf_counter() - start
+    if remaining:
+        raise LoadError("%d messages to %s not acknowledged within %.0f s" % (remaining, topic, timeout_s))
+    if errors:
+        raise LoadError("%d delivery errors on %s, first: %s" % (len(errors), topic, errors[0]))
+    return Run(count, seconds)
+
+
+def warm_up(bootstrap: str, topic: str, partitions: list[int], payload: bytes, timeout_s: float = 30.0) -> None:
+    """One message to each partition, acknowledged: the topic exists, the client knows its leaders."""
+    producer, errors = make_producer(bootstrap)
+    produce(producer, errors, topic, partitions, payload, len(partitions), timeout_s)
+
+
+def produce_run(bootstrap: str, topic: str, partitions: list[int], payload: bytes, count: int,
+                timeout_s: float) -> Run:
+    """Warm the topic with one producer, then time another from its first message to the last acknowledgement.
+
+    The timed producer learns the topic's metadata before the clock starts, so topic creation and connection
+    setup stay out of the figure."""
+    warm_up(bootstrap, topic, partitions, payload)
+    producer, errors = make_producer(bootstrap)
+    producer.list_topics(topic, timeout=10)
+    return produce(producer, errors, topic, partitions, payload, count, timeout_s)
+
+
+def watermarks(bootstrap: str, topic: str, partitions: list[int]) -> list[tuple[int, int]]:
+    consumer = Consumer(dict(CONSUMER_CONFIG, **{"bootstrap.servers": bootstrap}))
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions]
+    finally:
+        consumer.close()
+
+
+def consume_run(bootstrap: str, assignment: list[tuple[str, int]], expected: int, timeout_s: float,
+                batch: int = 10_000) -> Run:
+    """Read the (topic, partition) pairs from the beginning until `expected` messages arrived.
+
+    The clock runs from assign() to the last message; the consumer has connected and fetched the topics'
+    metadata before, so the figure is fetch throughput through the client, not connection setup."""
+    consumer = Consumer(dict(CONSUMER_CONFIG, **{"bootstrap.servers": bootstrap}))
+    try:
+        for topic in sorted({topic for topic, _ in assignment}):
+            consumer.list_topics(topic, timeout=10)
+        take = consumer.consume
+        got = 0
+        deadline = time.monotonic() + timeout_s
+        start = time.perf_counter()
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for topic, p in assignment])
+        while got < expected:
+            # consume() waits for a full batch or the timeout: never ask for more than is left
+            messages = take(min(batch, expected - got), 1.0)
+            for message in messages:
+                if message.error() is not None:
+                    raise LoadError("consume: %s" % message.error())
+            got += len(messages)
+            if time.monotonic() > deadline:
+                raise LoadError("consume: %d of %d messages within %.0f s" % (got, expected, timeout_s))
+        seconds = time.perf_counter() - start
+    except KafkaException as exc:
+        raise LoadError("consume: %s" % exc) from exc
+    finally:
+        consumer.close()
+    if got != expected:
+        raise LoadError("consume: %d messages, expected %d" % (got, expected))
+    return Run(got, seconds)
+
+
+def loopback_sendfile(paths: list[str], chunk: int = 1 << 20) -> tuple[int, float]:
+    """Send the files over a TCP loopback connection with os.sendfile to a thread that discards what it reads.
+
+    Returns (bytes, seconds): the most a broker can do with these bytes on this machine, with no protocol."""
+    total = sum(os.path.getsize(path) for path in paths)
+    with socket.create_server(("127.0.0.1", 0)) as listener, \
+            socket.create_connection(listener.getsockname()) as sender:
+        receiver, _ = listener.accept()
+        with receiver:
+            received = [0]
+            reader = threading.Thread(target=_discard, args=(receiver, total, chunk, received), daemon=True)
+            start = time.perf_counter()
+            reader.start()
+            for path in paths:
+                _sendfile_all(sender, path)
+            reader.join()
+            seconds = time.perf_counter() - start
+    if received[0] != total:
+        raise LoadError("loopback: received %d of %d bytes" % (received[0], total))
+    return total, seconds
+
+
+def _sendfile_all(sock: socket.socket, path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size, offset = os.fstat(fd).st_size, 0
+        while offset < size:
+            offset += os.sendfile(sock.fileno(), fd, offset, size - offset)
+    finally:
+        os.close(fd)
+
+
+def _discard(sock: socket.socket, total: int, chunk: int, received: list[int]) -> None:
+    buffer = memoryview(bytearray(chunk))
+    count = 0
+    while count < total:
+        n = sock.recv_into(buffer)
+        if not n:
+            break
+        count += n
+    received[0] = count

@@ -1,0 +1,297 @@
+"""The Broker: the one object that ties configuration, storage and the request handlers together.
+
+It owns
+- the LogManager of the data directory (start-up, shutdown) and with it `meta.properties`, which keeps the cluster
+  id (generated on first start) and the node id;
+- the topic registry: name, persistent topic id, partition count and whether Kafka treats it as internal;
+- append notification: a Fetch long poll awaits `wait_for_append`, which Produce wakes through `notify_appended`;
+- the periodic storage work Kafka runs on its scheduler: time-based flushes, checkpoints, retention and compaction,
+  each at its configured interval, with the blocking parts (fsync, cleaning) in executor threads;
+- the fetch session cache (KIP-227).
+
+Everything here runs on the event loop thread except the executor jobs, which only fsync or read sealed segments.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .config import BrokerConfig, Endpoint
+from .storage import Log, LogManager
+from .storage.checkpoints import PARTITION_METADATA, write_partition_metadata
+from .storage.log_config import LONG_MAX
+
+if TYPE_CHECKING:
+    from .fetch_session import FetchSessionCache
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+_BACKGROUND_STOP_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    is_internal: bool
+
+
+ROLL_FLUSH_CHECK_MS = 1000
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig):
+        from .fetch_session import FetchSessionCache  # the handlers' module; imported here, where it is needed
+
+        self.config = config
+        self.node_id = config.node_id
+        self.cluster_id: str | None = None  # read from (or written to) meta.properties by startup()
+        self.logs = LogManager(config.data_dir, broker_properties=config.storage_properties(),
+                               node_id=config.node_id)
+        self.fetch_sessions: FetchSessionCache = FetchSessionCache(
+            config.max_incremental_fetch_session_cache_slots)
+        self.coordinator = None  # the group coordinator (compatbroker.coordinator), made when serving starts
+        self._topics: dict[str, TopicInfo] = {}
+        self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._append_waiters: dict[tuple[str, int], set[asyncio.Future]] = {}
+        self._advertised_by_port: dict[int, Endpoint] = {}
+        self._background: list[asyncio.Task] = []
+        self._stopping: asyncio.Event | None = None
+        self._closing = False
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Load every partition (recovering after a crash) and the topic registry."""
+        self.logs.startup(self.now_ms())
+        self.cluster_id = self.logs.cluster_id
+        self._load_topics()
+
+    def start_background_work(self) -> None:
+        """Start the periodic storage work; call from the running event loop after startup()."""
+        self._stopping = asyncio.Event()
+        storage = self.config.storage
+        jobs: list[tuple[int, Callable[[], Awaitable]]] = [
+            # at least every second: besides flush.ms, a rolled segment waits here for its fsync (Kafka schedules
+            # that flush at roll time)
+            (min(int(self.config.get("log.flush.scheduler.interval.ms")), ROLL_FLUSH_CHECK_MS), self.flush_due_logs),
+            (min(storage.log_flush_offset_checkpoint_interval_ms,
+                 storage.log_flush_start_offset_checkpoint_interval_ms), self.checkpoint),
+            (storage.log_retention_check_interval_ms, self.run_retention),
+        ]
+        if storage.log_cleaner_enable:
+            jobs.append((storage.log_cleaner_backoff_ms, self.run_cleaner))
+        for interval_ms, job in jobs:
+            if 0 < interval_ms < LONG_MAX:  # Kafka's Long.MAX_VALUE means "never"
+                self._background.append(asyncio.create_task(self._every(interval_ms, job),
+                                                            name=f"compatbroker {job.__name__}"))
+        from .coordinator import coordinator_of  # the coordinator builds on the broker, not the other way round
+        coordinator_of(self)  # loads __consumer_offsets in the background; group requests wait for it
+
+    def begin_shutdown(self) -> None:
+        """Answer every long poll now and make later ones return at once (the server is draining)."""
+        self._closing = True
+        for waiters in self._append_waiters.values():
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+        self._append_waiters.clear()
+
+    async def shutdown(self) -> None:
+        """Stop the periodic work (letting a running job finish briefly), then flush, checkpoint and close."""
+        self.begin_shutdown()
+        if self._stopping is not None:
+            self._stopping.set()
+        if self._background:
+            _, pending = await asyncio.wait(self._background, timeout=_BACKGROUND_STOP_GRACE_S)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
+            self._background = []
+        if self.coordinator is not None:
+            await self.coordinator.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
+
+    # --- identity and addresses -----------------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def register_listener(self, listener: Endpoint, bound_port: int) -> None:
+        """Called by the server once a listener is bound: requests arriving on `bound_port` are told the listener's
+        advertised endpoint (port 0 there means the bound port)."""
+        advertised = self.config.advertised_for(listener)
+        if advertised is not None:
+            self._advertised_by_port[bound_port] = advertised
+
+    def advertised_endpoint(self, listener_host: str, listener_port: int) -> tuple[str, int]:
+        """The host and port clients must use to reach this broker through the listener a request arrived on."""
+        advertised = self._advertised_by_port.get(listener_port)
+        if advertised is None:
+            return listener_host, listener_port
+        return advertised.host, advertised.port or listener_port
+
+    # --- topics ---------------------------------------------------------------------------------------------------
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._topics_by_id.get(topic_id)
+
+    def create_topic(self, name: str, partitions: int | None = None, configs: dict | None = None) -> TopicInfo:
+        """Create a topic with `partitions` (default num.partitions) and topic-level config overrides; returns the
+        existing topic unchanged if there is one. The name is not checked here (handlers validate it first); a bad
+        override raises storage's ConfigError before anything is written."""
+        existing = self._topics.get(name)
+        if existing is not None:
+            return existing
+        count = self.config.num_partitions if partitions is None else partitions
+        if count < 1:
+            raise ValueError(f"a topic needs at least one partition, got {count}")
+        topic_id = self.logs.create_topic(name, count, now_ms=self.now_ms(), overrides=configs)
+        info = TopicInfo(name, topic_id, count, name in INTERNAL_TOPICS)
+        self._register(info)
+        log.info("created topic %s with %d partition(s), id %s", name, count, topic_id)
+        return info
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get_log(topic, partition)
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """Always 0: this broker has led every partition since its creation, and no election ever bumps it."""
+        return 0
+
+    def _load_topics(self) -> None:
+        """Rebuild the registry from the partition directories found by the LogManager."""
+        counts: dict[str, int] = {}
+        for topic, partition in self.logs.logs:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        now_ms = self.now_ms()
+        for topic, count in sorted(counts.items()):
+            for partition in range(count):  # a lost partition directory comes back empty, as a gap would confuse
+                self.logs.create_log(topic, partition, now_ms=now_ms)  # every client
+            topic_id = self.logs.topic_ids.get(topic) or self._assign_topic_id(topic, count)
+            self._register(TopicInfo(topic, topic_id, count, topic in INTERNAL_TOPICS))
+
+    def _assign_topic_id(self, topic: str, partitions: int) -> uuid.UUID:
+        """Give a topic found without `partition.metadata` files (data from a Kafka before 2.8) a topic id."""
+        topic_id = self.logs.topic_ids[topic] = uuid.uuid4()
+        for partition in range(partitions):
+            directory = self.logs.get_log(topic, partition).directory
+            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), topic_id)
+        return topic_id
+
+    def _register(self, info: TopicInfo) -> None:
+        self._topics[info.name] = info
+        self._topics_by_id[info.topic_id] = info
+
+    # --- long polls -----------------------------------------------------------------------------------------------
+
+    def notify_appended(self, topic: str, partition: int) -> None:
+        """Wake the long polls waiting on this partition (Produce calls this after each successful append)."""
+        waiters = self._append_waiters.pop((topic, partition), None)
+        if waiters:
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+
+    async def wait_for_append(self, partitions: list[tuple[str, int]], timeout_s: float) -> None:
+        """Return when any of `partitions` is appended to, or after `timeout_s`, whichever comes first."""
+        if self._closing or timeout_s <= 0 or not partitions:
+            return
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        keys = set(partitions)
+        for key in keys:
+            self._append_waiters.setdefault(key, set()).add(future)
+        timer = loop.call_later(timeout_s, _resolve, future)
+        try:
+            await future
+        finally:
+            timer.cancel()
+            for key in keys:
+                waiters = self._append_waiters.get(key)
+                if waiters is not None:
+                    waiters.discard(future)
+                    if not waiters:
+                        del self._append_waiters[key]
+
+    # --- durability -----------------------------------------------------------------------------------------------
+
+    async def make_durable(self, logs: list[Log]) -> None:
+        """fsync what has been appended to `logs`, off the event loop."""
+        if logs:
+            await asyncio.get_running_loop().run_in_executor(None, _flush_logs, list(logs), self.now_ms())
+
+    # --- periodic storage work (each also callable on its own, e.g. by tests) --------------------------------------
+
+    async def flush_due_logs(self) -> int:
+        """Flush the logs whose flush.ms has passed since their last flush, and segments rolled since."""
+        now_ms = self.now_ms()
+        due = [partition_log for partition_log in self.logs.logs.values() if partition_log.flush_due(now_ms)]
+        await self.make_durable(due)
+        return len(due)
+
+    async def checkpoint(self) -> None:
+        """Write the recovery-point, log-start-offset and cleaner checkpoints (fsync: in an executor)."""
+        snapshot = _CheckpointSnapshot(self.logs)
+        await asyncio.get_running_loop().run_in_executor(None, LogManager.checkpoint, snapshot)
+
+    async def run_retention(self) -> int:
+        """Delete expired segments (renames and unlinks only, on the loop); returns how many went."""
+        return self.logs.run_retention(self.now_ms())
+
+    async def run_cleaner(self) -> int:
+        """Compact the logs that need it: each pass is prepared in an executor and committed on the loop."""
+        loop = asyncio.get_running_loop()
+        cleaned = 0
+        for tp in list(self.logs.logs):
+            now_ms = self.now_ms()
+            plan = await loop.run_in_executor(None, self.logs.prepare_clean, tp, now_ms)
+            if plan is not None and self.logs.commit_clean(tp, plan, self.now_ms()):
+                cleaned += 1
+        return cleaned
+
+    async def _every(self, interval_ms: int, job: Callable[[], Awaitable]) -> None:
+        stopping = self._stopping
+        while not stopping.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stopping.wait(), interval_ms / 1000)
+                return
+            try:
+                await job()
+            except Exception:  # noqa: BLE001 - a failed pass is retried at the next interval
+                log.exception("periodic %s failed", job.__name__)
+
+
+class _CheckpointSnapshot:
+    """The parts of a LogManager that `LogManager.checkpoint` reads, copied on the loop so that the executor thread
+    writing the files never iterates a dict the loop is changing (a topic created meanwhile)."""
+
+    def __init__(self, manager: LogManager):
+        self.data_dir = manager.data_dir
+        self.logs = dict(manager.logs)
+        self.first_dirty_offsets = dict(manager.first_dirty_offsets)
+
+
+def _flush_logs(logs: list[Log], now_ms: int) -> None:
+    for partition_log in logs:
+        partition_log.flush(now_ms=now_ms)
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -1,0 +1,432 @@
+"""The broker's configuration: one typed object built from Kafka's configuration names.
+
+Sources, later ones winning: Kafka's defaults (with the deviations below), a `server.properties` file
+(`--config`), `--set name=value` overrides, and the command line's own options (`--listen`,
+`--advertised-listener`, `--data-dir`, which stand for `listeners`, `advertised.listeners` and `log.dirs`).
+An unknown name is an error, so that a typo never passes silently.
+
+Broker-level settings become snake-case attributes (`config.num_partitions`, `config.auto_create_topics_enable`,
+...); `config.get(name)` answers any accepted name, including the storage ones (`log.retention.ms`, ...), which
+`compatbroker.storage.log_config` owns and validates.
+
+Deviations from Kafka's defaults, chosen for development machines:
+- `listeners` is `PLAINTEXT://localhost:9092` (Kafka: every interface), bound on both IPv4 and IPv6 loopback;
+- `log.dirs` is a per-user data directory (`$XDG_DATA_HOME/compatbroker` or `~/.local/share/compatbroker`);
+- `node.id` is 1 (Kafka has no default);
+- `group.initial.rebalance.delay.ms` is 0 (Kafka: 3000), so that a consumer group forms at once.
+
+Some names of Kafka's own `server.properties` (KRaft roles, thread counts, replication of internal topics) are
+accepted and ignored, so that such a file can be used as it is; see `IGNORED`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .storage.log_config import SETTINGS_BY_NAME, ConfigError, LogConfig, StorageConfig
+
+__all__ = ["BrokerConfig", "ConfigError", "Endpoint", "default_data_dir", "load_properties", "parse_endpoint",
+           "parse_properties"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One listener: its name (which maps to a security protocol), host and port. An empty host means every
+    interface; port 0 means a free port chosen when binding."""
+
+    name: str
+    host: str
+    port: int
+
+    def host_port(self) -> str:
+        return format_host_port(self.host, self.port)
+
+
+def format_host_port(host: str, port: int) -> str:
+    """`host:port`, with an IPv6 literal in brackets so that the port stays unambiguous."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def default_data_dir() -> str:
+    base = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "compatbroker")
+
+
+# --- value parsers ------------------------------------------------------------------------------------------------
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer")
+    return int(value.strip()) if isinstance(value, str) else int(value)
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return text == "true"
+
+
+def _parse_list(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+_LISTENER_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def parse_endpoint(text: str, default_name: str = "PLAINTEXT") -> Endpoint:
+    """`NAME://HOST:PORT` or `HOST:PORT` (IPv6 hosts in brackets; an empty host means every interface)."""
+    text = text.strip()
+    name, sep, rest = text.partition("://")
+    if not sep:
+        name, rest = default_name, text
+    if not _LISTENER_NAME.fullmatch(name):
+        raise ValueError(f"bad listener name in {text!r}")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r} is not HOST:PORT with a port from 0 to 65535")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{text!r}: put an IPv6 address in brackets, as in [::1]:9092")
+    return Endpoint(name.upper(), host, int(port))
+
+
+def _parse_endpoints(value: Any) -> tuple[Endpoint, ...]:
+    if isinstance(value, Endpoint):
+        return (value,)
+    if isinstance(value, (list, tuple)) and all(isinstance(item, Endpoint) for item in value):
+        return tuple(value)
+    return tuple(parse_endpoint(item) for item in _parse_list(value))
+
+
+def _parse_protocol_map(value: Any) -> dict[str, str]:
+    mapping = {}
+    for item in _parse_list(value):
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip() or not protocol.strip():
+            raise ValueError(f"{item!r} is not NAME:PROTOCOL")
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    return mapping
+
+
+# --- the settings the broker itself reads -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Setting:
+    name: str
+    parse: Callable[[Any], Any]
+    default: Any
+    minimum: int | None = None
+
+    @property
+    def attribute(self) -> str:
+        return self.name.replace(".", "_")
+
+
+_SETTINGS = (
+    _Setting("listeners", _parse_endpoints, (Endpoint("PLAINTEXT", "localhost", 9092),)),
+    _Setting("advertised.listeners", _parse_endpoints, ()),
+    _Setting("listener.security.protocol.map", _parse_protocol_map,
+             {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL"}),
+    _Setting("controller.listener.names", _parse_list, ()),
+    _Setting("log.dirs", _parse_list, ()),
+    _Setting("log.dir", str, ""),
+    _Setting("node.id", _parse_int, 1, 0),
+    _Setting("num.partitions", _parse_int, 1, 1),
+    _Setting("default.replication.factor", _parse_int, 1, 1),
+    _Setting("auto.create.topics.enable", _parse_bool, True),
+    _Setting("socket.request.max.bytes", _parse_int, 104_857_600, 1),
+    _Setting("queued.max.requests", _parse_int, 500, 1),
+    _Setting("connections.max.idle.ms", _parse_int, 600_000),  # negative: never close idle connections
+    _Setting("message.max.bytes", _parse_int, 1_048_588, 0),
+    _Setting("max.incremental.fetch.session.cache.slots", _parse_int, 1000, 0),
+    _Setting("group.initial.rebalance.delay.ms", _parse_int, 0, 0),
+    _Setting("group.min.session.timeout.ms", _parse_int, 6000, 0),
+    _Setting("group.max.session.timeout.ms", _parse_int, 1_800_000, 0),
+    _Setting("group.max.size", _parse_int, 2**31 - 1, 1),
+    _Setting("offsets.topic.num.partitions", _parse_int, 50, 1),
+    _Setting("offsets.topic.segment.bytes", _parse_int, 104_857_600, 1),
+    _Setting("offsets.retention.minutes", _parse_int, 10_080, 1),
+    _Setting("offsets.retention.check.interval.ms", _parse_int, 600_000, 1),
+    _Setting("offset.metadata.max.bytes", _parse_int, 4096, 0),
+)
+_SETTINGS_BY_NAME = {setting.name: setting for setting in _SETTINGS}
+
+IGNORED = frozenset({
+    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "inter.broker.listener.name",
+    "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+    "offsets.topic.replication.factor", "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
+})
+"""Names from Kafka's sample `server.properties` that mean nothing to a single broker without a controller."""
+
+# Broker-level names of storage settings (LogConfig's topic defaults, StorageConfig, and the coarse-unit forms
+# that storage falls back on when the millisecond form is absent), with Kafka's defaults for the coarse forms.
+_STORAGE_NAMES = frozenset(
+    {setting.broker_name for setting in SETTINGS_BY_NAME.values()}
+    | {field.name.replace("_", ".") for field in dataclasses.fields(StorageConfig)})
+_STORAGE_FALLBACKS = {"log.roll.hours": 168, "log.roll.jitter.hours": 0, "log.retention.hours": 168,
+                      "log.retention.minutes": None, "log.flush.scheduler.interval.ms": 2**63 - 1}
+
+
+def known_names() -> frozenset[str]:
+    return frozenset(_SETTINGS_BY_NAME) | _STORAGE_NAMES | frozenset(_STORAGE_FALLBACKS) | IGNORED
+
+
+class BrokerConfig:
+    """The effective configuration. Build it from Kafka names: `BrokerConfig({"num.partitions": 3})`; values may
+    be strings (as in a properties file) or already typed. Raises ConfigError for an unknown name or a bad value."""
+
+    listeners: tuple[Endpoint, ...]
+    advertised_listeners: tuple[Endpoint, ...]
+    node_id: int
+    num_partitions: int
+    default_replication_factor: int
+    auto_create_topics_enable: bool
+    socket_request_max_bytes: int
+    queued_max_requests: int
+    connections_max_idle_ms: int
+    message_max_bytes: int
+    max_incremental_fetch_session_cache_slots: int
+    group_initial_rebalance_delay_ms: int
+    group_min_session_timeout_ms: int
+    group_max_session_timeout_ms: int
+    group_max_size: int
+    offsets_topic_num_partitions: int
+    offsets_topic_segment_bytes: int
+    offsets_retention_minutes: int
+    offsets_retention_check_interval_ms: int
+    offset_metadata_max_bytes: int
+    data_dir: str
+    storage: StorageConfig
+    log_defaults: LogConfig
+
+    def __init__(self, properties: Mapping[str, Any] | None = None):
+        properties = dict(properties or {})
+        _reject_unknown(properties)
+        self.properties = properties  # as given: storage reads its own names from it
+        self._values = {}
+        for setting in _SETTINGS:
+            value = _parse_setting(setting, properties[setting.name]) if setting.name in properties \
+                else setting.default
+            self._values[setting.name] = value
+            setattr(self, setting.attribute, value)
+        self.listeners = self._serving_listeners()
+        self.advertised_listeners = self._checked_advertised()
+        self.data_dir = self._data_dir()
+        self.storage, self.log_defaults = _storage_configs(self.storage_properties())
+
+    # --- building from the command line ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_sources(cls, *, config_file: str | None = None, overrides: list[str] = (), listen: str | None = None,
+                     advertised_listener: str | None = None, data_dir: str | None = None) -> BrokerConfig:
+        """The configuration of `compatbroker serve`: file, then `--set` overrides, then the dedicated options."""
+        properties = load_properties(config_file) if config_file else {}
+        for item in overrides:
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                raise ConfigError(f"--set expects name=value, got {item!r}")
+            properties[name.strip()] = value.strip()
+        if listen is not None:
+            properties["listeners"] = _as_listener_list(listen, "--listen")
+        if advertised_listener is not None:
+            properties["advertised.listeners"] = _as_listener_list(advertised_listener, "--advertised-listener")
+        if data_dir is not None:
+            properties["log.dirs"] = data_dir
+        return cls(properties)
+
+    # --- lookups --------------------------------------------------------------------------------------------------
+
+    def get(self, name: str) -> Any:
+        """The effective value of any accepted Kafka name (storage names give what storage will use)."""
+        if name in self._values:
+            return self._values[name]
+        for setting in SETTINGS_BY_NAME.values():
+            if setting.broker_name == name:
+                return getattr(self.log_defaults, setting.field)
+        if name in _STORAGE_NAMES:
+            return getattr(self.storage, name.replace(".", "_"))
+        if name in _STORAGE_FALLBACKS:
+            return self.properties.get(name, _STORAGE_FALLBACKS[name])
+        if name in IGNORED:
+            return self.properties.get(name)
+        raise ConfigError(_unknown_message(name))
+
+    def storage_properties(self) -> dict[str, Any]:
+        """The settings handed to the storage layer (it ignores the names it does not know)."""
+        return {name: value for name, value in self.properties.items()
+                if name in _STORAGE_NAMES or name in _STORAGE_FALLBACKS}
+
+    def advertised_for(self, listener: Endpoint) -> Endpoint | None:
+        """The advertised endpoint configured for a listener, by listener name."""
+        for endpoint in self.advertised_listeners:
+            if endpoint.name == listener.name:
+                return endpoint
+        return None
+
+    def __repr__(self):
+        return f"BrokerConfig({self.properties!r})"
+
+    # --- validation -----------------------------------------------------------------------------------------------
+
+    def _serving_listeners(self) -> tuple[Endpoint, ...]:
+        """The listeners clients use: controller listeners are dropped, and only PLAINTEXT is served."""
+        protocols = self._values["listener.security.protocol.map"]
+        controller_names = {name.upper() for name in self._values["controller.listener.names"]}
+        names = [endpoint.name for endpoint in self._values["listeners"]]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"listeners: each listener name may appear once, got {', '.join(names)}")
+        serving = []
+        for endpoint in self._values["listeners"]:
+            if endpoint.name in controller_names:
+                continue
+            protocol = protocols.get(endpoint.name)
+            if protocol != "PLAINTEXT":
+                raise ConfigError(f"listener {endpoint.name}: only PLAINTEXT listeners are supported "
+                                  f"(security protocol {protocol or 'unknown'}; see listener.security.protocol.map)")
+            serving.append(endpoint)
+        if not serving:
+            raise ConfigError("listeners: no PLAINTEXT listener to serve clients on")
+        return tuple(serving)
+
+    def _checked_advertised(self) -> tuple[Endpoint, ...]:
+        names = {endpoint.name for endpoint in self._values["listeners"]}
+        for endpoint in self._values["advertised.listeners"]:
+            if endpoint.name not in names:
+                raise ConfigError(f"advertised.listeners: {endpoint.name} is not one of the listeners")
+            if endpoint.host in ("", "0.0.0.0", "::"):
+                raise ConfigError(f"advertised.listeners: {endpoint.host_port()} is not an address clients can use")
+        return self._values["advertised.listeners"]
+
+    def _data_dir(self) -> str:
+        dirs = self._values["log.dirs"] or ((self._values["log.dir"],) if self._values["log.dir"] else ())
+        if len(dirs) > 1:
+            raise ConfigError(f"log.dirs: compatbroker keeps its data in one directory, got {', '.join(dirs)}")
+        return os.path.abspath(os.path.expanduser(dirs[0])) if dirs else default_data_dir()
+
+
+def _storage_configs(properties: dict[str, Any]) -> tuple[StorageConfig, LogConfig]:
+    try:
+        return StorageConfig.from_properties(properties), LogConfig.from_properties(properties)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:  # storage parses some numbers without naming the setting
+        bad = ", ".join(f"{name}={value!r}" for name, value in sorted(properties.items()))
+        raise ConfigError(f"invalid storage setting among {bad}: {exc}") from None
+
+
+def _as_listener_list(value: str, option: str) -> str:
+    try:
+        return ",".join(f"{e.name}://{e.host_port()}" for e in (parse_endpoint(item) for item in value.split(",")))
+    except ValueError as exc:
+        raise ConfigError(f"{option}: {exc}") from None
+
+
+def _parse_setting(setting: _Setting, value: Any) -> Any:
+    try:
+        parsed = setting.parse(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid value {value!r} for {setting.name}: {exc}") from None
+    if setting.minimum is not None and parsed < setting.minimum:
+        raise ConfigError(f"{setting.name}={parsed} is below the minimum {setting.minimum}")
+    return parsed
+
+
+def _reject_unknown(properties: Mapping[str, Any]) -> None:
+    known = known_names()
+    for name in properties:
+        if name not in known:
+            raise ConfigError(_unknown_message(name))
+
+
+def _unknown_message(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(known_names()), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown configuration key {name!r}{hint}"
+
+
+# --- server.properties ---------------------------------------------------------------------------------------------
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def load_properties(path: str) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as source:
+            return parse_properties(source.read())
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java properties syntax as `server.properties` uses it: `#`/`!` comments, `=`, `:` or blanks between name
+    and value, a trailing backslash continuing a line, and backslash escapes (including `\\uXXXX`)."""
+    properties = {}
+    for line in _logical_lines(text):
+        key, value = _split_key_value(line)
+        properties[_unescape(key)] = _unescape(value)
+    return properties
+
+
+def _logical_lines(text: str):
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:  # an odd number of backslashes: the last one joins the next line
+            pending += line[:-1]
+            continue
+        yield pending + line
+        pending = ""
+    if pending:
+        yield pending
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char in "=: \t\f":
+            break
+        index += 1
+    key, rest = line[:index], line[index:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest.rstrip()
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out, index = [], 0
+    while index < len(text):
+        char = text[index]
+        if char != "\\" or index + 1 == len(text):
+            out.append(char)
+            index += 1
+            continue
+        code = text[index + 1]
+        if code == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[index + 2:index + 6]):
+            out.append(chr(int(text[index + 2:index + 6], 16)))
+            index += 6
+            continue
+        out.append(_ESCAPES.get(code, code))
+        index += 2
+    return "".join(out)

@@ -1,0 +1,178 @@
+"""The group coordinator: classic consumer groups (`membership.py`, `group.py`) and their committed offsets
+(`offsets.py`, `loader.py`), both kept durable in `__consumer_offsets`.
+
+`Coordinator` is the one object handlers talk to; `coordinator_of(broker)` finds (or creates and starts) the
+broker's. This broker coordinates every group itself: it leads every partition of `__consumer_offsets`.
+
+Until the store has replayed `__consumer_offsets` the coordinator is not `loaded`, and group requests are
+answered COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE, as Kafka does, so that members keep their session).
+
+A group that exists only because offsets were committed for it (a consumer using assign(), an admin tool) is a
+"simple" group: Empty, with no protocol type. Kafka materialises one for every group id with committed offsets;
+so does `group()` here, on first sight.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ..protocol.error_codes import ErrorCode
+from .group import GROUP_TYPE, Group, GroupState
+from .membership import GroupSettings, Membership, write_error
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+__all__ = ["Coordinator", "Group", "GroupSettings", "GroupState", "coordinator_of"]
+
+log = logging.getLogger(__name__)
+
+
+class Coordinator:
+    """The broker's group coordinator: membership plus committed offsets."""
+
+    def __init__(self, broker: Broker, *, settings: GroupSettings | None = None, offset_store_factory=None):
+        if offset_store_factory is None:
+            from .offsets import OffsetStore as offset_store_factory
+        self.broker = broker
+        self.membership = Membership(settings=settings or GroupSettings.from_config(broker.config),
+                                     now_ms=broker.now_ms, store_group=self._store_group)
+        self.offsets = offset_store_factory(broker, self)
+        self._starting: asyncio.Task | None = None
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return bool(self.offsets.loaded)
+
+    @property
+    def settings(self) -> GroupSettings:
+        return self.membership.settings
+
+    async def start(self) -> None:
+        """Replay `__consumer_offsets` (offsets, then group metadata); calling it again waits for the first."""
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self.offsets.load())
+        await asyncio.shield(self._starting)
+
+    def start_soon(self) -> None:
+        """Start loading in the background (from a running event loop), for a coordinator made on first use."""
+        if self._starting is None:
+            self._starting = asyncio.get_running_loop().create_task(self.offsets.load(),
+                                                                    name="compatbroker coordinator load")
+            self._starting.add_done_callback(_log_load_failure)
+
+    async def stop(self) -> None:
+        """Cancel the timers (sessions, join and sync phases, offset retention); storage is the broker's to close."""
+        await self.membership.stop()
+        stop_offsets = getattr(self.offsets, "stop", None)
+        if stop_offsets is not None:
+            await stop_offsets()
+
+    # --- groups ---------------------------------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> Group | None:
+        """The group, including a simple group for a group id that only has committed offsets."""
+        group = self.membership.groups.get(group_id)
+        if group is None and group_id in self.offsets.groups_with_offsets():
+            group = self.membership.get_or_create(group_id)
+        return group
+
+    def all_groups(self) -> list[Group]:
+        for group_id in self.offsets.groups_with_offsets():
+            self.group(group_id)
+        return list(self.membership.groups.values())
+
+    def load_group_metadata(self, group_id: str, value) -> None:
+        """The loader's hand-over of a group's last metadata record (None: a tombstone, the group is gone)."""
+        if value is None:
+            self.membership.remove_group(group_id)
+        else:
+            self.membership.load(Group.from_metadata_value(group_id, value))
+
+    def on_offsets_deleted(self, group_id: str) -> None:
+        """The group's last committed offset is gone (retention, OffsetDelete): an Empty group goes with it, as
+        Kafka's cleanup does, and its metadata record gets a tombstone."""
+        group = self.membership.groups.get(group_id)
+        if group is None or group.state is not GroupState.EMPTY or group_id in self.offsets.groups_with_offsets():
+            return
+        self.membership.remove_group(group_id)
+        log.info("group %s is empty and has no committed offsets left: removed", group_id)
+        self.membership.spawn(self._delete_quietly(group_id))
+
+    # --- offsets --------------------------------------------------------------------------------------------------
+
+    def validate_offset_commit(self, group_id: str, generation_id: int, member_id: str,
+                               group_instance_id: str | None, *, api_version: int | None = None,
+                               transactional: bool = False) -> ErrorCode:
+        """Whether an OffsetCommit (or TxnOffsetCommit) may be stored, by Kafka's rules. A commit with generation
+        -1 for an unknown group creates it as a simple group; a member's commit for an unknown group is
+        GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION before (and when the version is not given)."""
+        if not self.loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        group = self.group(group_id)
+        if group is None:
+            if generation_id >= 0:
+                new_api = api_version is not None and api_version >= 9 and not transactional
+                return ErrorCode.GROUP_ID_NOT_FOUND if new_api else ErrorCode.ILLEGAL_GENERATION
+            group = self.membership.get_or_create(group_id)
+            log.info("group %s created by an offset commit outside group management", group_id)
+        return group.validate_offset_commit(member_id, group_instance_id, generation_id, transactional)
+
+    # --- administration -------------------------------------------------------------------------------------------
+
+    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list[Group]:
+        """The groups passing the filters (states and types compared case-insensitively; an empty filter passes
+        everything). Every group here is a classic one."""
+        wanted_states = {state.strip().lower() for state in states or ()}
+        wanted_types = {kind.strip().lower() for kind in types or ()}
+        return [group for group in self.all_groups()
+                if (not wanted_states or group.state.lower() in wanted_states)
+                and (not wanted_types or GROUP_TYPE in wanted_types)]
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups for one group: only an Empty group can go; its offsets and metadata get tombstones."""
+        group = self.group(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.state is not GroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
+        self.membership.remove_group(group_id)  # gone at once, as in Kafka; a later join starts a new group
+        try:
+            await self.offsets.delete_group(group_id)
+        except Exception as exc:  # noqa: BLE001 - answered with the mapped error, as Kafka does
+            log.warning("group %s: deletion could not be stored: %s", group_id, exc)
+            return write_error(exc)
+        log.info("group %s deleted", group_id)
+        return ErrorCode.NONE
+
+    # --- internals ------------------------------------------------------------------------------------------------
+
+    async def _store_group(self, group: Group) -> None:
+        await self.offsets.store_group(group)
+
+    async def _delete_quietly(self, group_id: str) -> None:
+        try:
+            await self.offsets.delete_group(group_id)
+        except Exception as exc:  # noqa: BLE001 - the group is gone from memory; compaction keeps the old record
+            log.warning("group %s: could not write its tombstone: %s", group_id, exc)
+
+
+def coordinator_of(broker: Broker) -> Coordinator:
+    """The broker's coordinator, made on first use (and then loaded in the background)."""
+    coordinator = getattr(broker, "coordinator", None)
+    if coordinator is None:
+        coordinator = Coordinator(broker)
+        broker.coordinator = coordinator
+        try:
+            coordinator.start_soon()
+        except RuntimeError:  # no running loop: whoever made the broker starts it
+            pass
+    return coordinator
+
+
+def _log_load_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("loading __consumer_offsets failed", exc_info=task.exception())

@@ -1,0 +1,36 @@
+"""DeleteGroups (API key 42), versions 0-2: delete Empty groups with their committed offsets.
+
+Per group, as Kafka's: GROUP_ID_NOT_FOUND for a group the coordinator does not know, NON_EMPTY_GROUP for one with
+members; otherwise the group is gone at once and its offsets and metadata get tombstones in
+`__consumer_offsets` (the answer waits for them; a failed write is answered with Kafka's mapping, e.g.
+NOT_COORDINATOR). While the coordinator is loading every group is answered COORDINATOR_LOAD_IN_PROGRESS.
+v2 is the first flexible version.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..coordinator import coordinator_of
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import DeleteGroupsResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 42
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+Result = DeleteGroupsResponse.DeletableGroupResult
+
+
+async def handle(ctx: RequestContext, request) -> DeleteGroupsResponse:
+    coordinator = coordinator_of(ctx.broker)
+    results = []
+    for group_id in request.groups_names:
+        if not coordinator.loaded:
+            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        else:
+            error = await coordinator.delete_group(group_id)
+        results.append(Result(group_id=group_id, error_code=error))
+    return DeleteGroupsResponse(results=results)

@@ -1,0 +1,66 @@
+"""DescribeGroups (API key 15), versions 0-6: state, protocol and members of classic groups.
+
+Per group, as Kafka's: the state's name; the protocol type ("" for a group that only has offsets); in a Stable
+group the chosen protocol and each member's metadata for it, in other states neither; each member's id, client
+id, client host ("/address") and current assignment, and from v4 its `group_instance_id`.
+A group the coordinator does not know is described as Dead with no members; v6 adds GROUP_ID_NOT_FOUND and an
+error message for it (KIP-1043), earlier versions no error. While loading every group is answered
+COORDINATOR_LOAD_IN_PROGRESS.
+Authorized operations (v3+, when asked): no authorizer runs, so a group reports every operation Kafka supports on
+groups (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: 3400); otherwise INT32_MIN.
+v5 is the first flexible version.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..coordinator import coordinator_of
+from ..coordinator.group import Group, GroupState
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import DescribeGroupsResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 15
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+AUTHORIZED_OPERATIONS_OMITTED = -2**31
+# READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11): bit n = ACL operation code n.
+GROUP_AUTHORIZED_OPERATIONS = sum(1 << code for code in (3, 6, 8, 10, 11))
+
+Described = DescribeGroupsResponse.DescribedGroup
+DescribedMember = DescribeGroupsResponse.DescribedGroupMember
+
+
+async def handle(ctx: RequestContext, request) -> DescribeGroupsResponse:
+    version = ctx.api_version
+    coordinator = coordinator_of(ctx.broker)
+    described = []
+    for group_id in request.groups:
+        if not coordinator.loaded:
+            described.append(Described(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, group_id=group_id))
+            continue
+        entry = _describe(group_id, coordinator.group(group_id), version)
+        if version >= 3 and request.include_authorized_operations and entry.error_code == ErrorCode.NONE:
+            entry.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
+        described.append(entry)
+    return DescribeGroupsResponse(groups=described)
+
+
+def _describe(group_id: str, group: Group | None, version: int):
+    if group is None or group.state is GroupState.DEAD:
+        if version >= 6:
+            return Described(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
+                             group_id=group_id, group_state=GroupState.DEAD.value)
+        return Described(group_id=group_id, group_state=GroupState.DEAD.value)
+    stable = group.state is GroupState.STABLE
+    members = [DescribedMember(member_id=member.member_id,
+                               group_instance_id=member.group_instance_id if version >= 4 else None,
+                               client_id=member.client_id, client_host=member.client_host,
+                               member_metadata=member.metadata(group.protocol_name) if stable else b"",
+                               member_assignment=member.assignment)
+               for member in group.members.values()]
+    return Described(group_id=group_id, group_state=group.state.value, protocol_type=group.protocol_type or "",
+                     protocol_data=group.protocol_name if stable else "", members=members)

@@ -1,0 +1,308 @@
+"""Fetch (API key 1), versions 0-18: read record batches, waiting for data when there is not enough yet.
+
+Behaviour, as Kafka's:
+- Reads whole batches from the one holding `fetch_offset`, from one segment, as file regions that the server sends
+  with `os.sendfile`: a fetch inside a batch returns the whole batch and the client skips what it did not ask for.
+- Size limits: `partition_max_bytes` per partition and, from v3, `max_bytes` for the response (capped by
+  `fetch.max.bytes`, Kafka's 55 MiB unless the configuration sets it), partitions read in request order. From v3
+  the first partition with data returns at least one batch even when it exceeds the limits (KIP-74); later
+  partitions only what fits. Versions 0-2 have hard limits: a first message larger than the limit is cut at the
+  limit, the partial message by which old clients recognise a message too large for their fetch size.
+- Long polling: the answer is sent at once if `max_wait_ms` <= 0, if at least `min_bytes` are available, or if a
+  partition hit an error or a diverging epoch; otherwise the handler waits (`broker.wait_for_append`, woken by
+  appends, never polling) until `min_bytes` are there or `max_wait_ms` has passed, then reads again. Partitions of
+  unknown topics do not end the wait, as in Kafka.
+- Per-partition answers: high watermark, last stable offset (v4+; the high watermark until transactions exist),
+  log start offset (v5+), `aborted_transactions` (v4+: [] for read_committed, null for read_uncommitted),
+  preferred read replica -1 (v11+). Errors: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+ topic ids),
+  INCONSISTENT_TOPIC_ID (a session's id no longer matches the topic of that name), OFFSET_OUT_OF_RANGE,
+  FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ `current_leader_epoch` other than ours), and from v12 a
+  `last_fetched_epoch` that does not match our epochs answers `diverging_epoch`. An errored partition answers
+  high watermark, last stable offset and log start offset -1. NOT_LEADER_OR_FOLLOWER never happens on one broker.
+- Fetch sessions (v7+, KIP-227) through `compatbroker.fetch_session`: full, incremental and sessionless fetches,
+  forgotten topics, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR.
+- Old formats: versions 0-1 read magic 0 message sets, 2-3 magic 1; their records are converted
+  (`records.convert.batches_to_legacy`, plus dropping the records before `fetch_offset` from an uncompressed first
+  batch, as Kafka does), the one place record bytes pass through Python. Control batches are left out; zstd cannot
+  be converted and answers UNSUPPORTED_COMPRESSION_TYPE, which every version below 10 also gets for a topic whose
+  `compression.type` is zstd.
+
+Deviations: Kafka may end a response with part of a batch (the client drops it); we send whole batches only, and
+for versions 0-3 the converted size exactly, without Kafka's filler message. Fetches from replicas (`replica_id` >=
+0) are served like a consumer's: one broker has no followers.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .. import fetch_session
+from ..fetch_session import PartitionRequest
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import FetchResponse
+from ..protocol.records.batch import iter_batches, iter_records
+from ..protocol.records.compression import DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
+from ..protocol.records.convert import batches_to_legacy
+from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
+from ..protocol.records.legacy import encode_messages
+from ..storage import OffsetOutOfRangeError
+from .list_offsets import leader_epoch_error
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 1
+MIN_VERSION = 0
+MAX_VERSION = 18
+
+READ_COMMITTED = 1
+INT32_MAX = 2**31 - 1
+DEFAULT_FETCH_MAX_BYTES = 57_671_680  # fetch.max.bytes
+_ZERO_UUID = uuid.UUID(int=0)
+
+TopicData = FetchResponse.FetchableTopicResponse
+PartitionData = FetchResponse.PartitionData
+
+# How a partition's read went, for the decision to answer at once.
+OK, ERROR, DIVERGING, UNKNOWN = "ok", "error", "diverging", "unknown"
+
+
+@dataclass(slots=True)
+class _Read:
+    """One partition's read: the request it answers, the response data, and what long polling needs to know."""
+
+    request: PartitionRequest
+    data: object  # FetchResponse.PartitionData
+    outcome: str
+    size: int = 0
+    cut: int | None = None  # versions 0-2: where the hard size limit cuts the (converted) records
+
+
+@dataclass(slots=True)
+class _Limits:
+    max_bytes: int
+    min_bytes: int
+    hard: bool  # versions 0-2: no batch beyond the limits, ever
+    read_committed: bool
+
+
+async def handle(ctx: RequestContext, request) -> FetchResponse:
+    broker, version = ctx.broker, ctx.api_version
+    context = fetch_session.new_context(
+        broker.fetch_sessions, version=version, session_id=request.session_id, epoch=request.session_epoch,
+        requested=_requested_partitions(broker, request, version), forgotten=_forgotten(request, version),
+        now_ms=broker.now_ms())
+    partitions = context.partitions()
+    _resolve_topic_ids(broker, partitions)
+    reads = await _read_when_ready(broker, request, partitions, _limits(broker, request, version))
+    error, session_id, selected = context.respond([(read.request, read.data, read) for read in reads],
+                                                  broker.now_ms())
+    topics = _group_by_topic([_finish(broker, version, result[2]) for result in selected])
+    return FetchResponse(throttle_time_ms=0, error_code=error, session_id=session_id, responses=topics)
+
+
+# --- the request --------------------------------------------------------------------------------------------------
+
+def _requested_partitions(broker, request, version: int) -> list[PartitionRequest]:
+    """The partitions the request lists, topics resolved (name from v13 ids: None when unknown), each once."""
+    wanted = {}
+    for topic in request.topics:
+        if version >= 13:
+            info = broker.topic_by_id(topic.topic_id)
+            name, topic_id = (info.name if info else None), topic.topic_id
+        else:
+            name, topic_id = topic.topic, _ZERO_UUID  # names only: no id to check against the topic's
+        for partition in topic.partitions:
+            wanted[(topic_id if version >= 13 else name, partition.partition)] = PartitionRequest(
+                topic=name, topic_id=topic_id, partition=partition.partition, fetch_offset=partition.fetch_offset,
+                partition_max_bytes=partition.partition_max_bytes,
+                current_leader_epoch=partition.current_leader_epoch, log_start_offset=partition.log_start_offset,
+                last_fetched_epoch=partition.last_fetched_epoch)
+    return list(wanted.values())
+
+
+def _forgotten(request, version: int) -> list[tuple]:
+    if version < 7:
+        return []
+    return [(topic.topic_id if version >= 13 else topic.topic, partition)
+            for topic in request.forgotten_topics_data for partition in topic.partitions]
+
+
+def _resolve_topic_ids(broker, partitions: list[PartitionRequest]) -> None:
+    """A session may hold ids of topics created since: name them now."""
+    for partition in partitions:
+        if partition.topic is None:
+            info = broker.topic_by_id(partition.topic_id)
+            if info is not None:
+                partition.topic = info.name
+
+
+def _limits(broker, request, version: int) -> _Limits:
+    fetch_max_bytes = getattr(broker.config, "fetch_max_bytes", None) or DEFAULT_FETCH_MAX_BYTES
+    max_bytes = min(request.max_bytes if version >= 3 else INT32_MAX, fetch_max_bytes)
+    return _Limits(max_bytes=max_bytes, min_bytes=min(request.min_bytes, max_bytes), hard=version <= 2,
+                   read_committed=version >= 4 and request.isolation_level == READ_COMMITTED)
+
+
+# --- reading and waiting ------------------------------------------------------------------------------------------
+
+async def _read_when_ready(broker, request, partitions: list[PartitionRequest], limits: _Limits) -> list[_Read]:
+    """Read now; if that is not worth answering yet, wait for appends until it is or `max_wait_ms` has passed."""
+    reads = _read_all(broker, partitions, limits)
+    if request.max_wait_ms <= 0:
+        return reads
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request.max_wait_ms / 1000
+    while not _ready(reads, limits):
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        watched = [(read.request.topic, read.request.partition) for read in reads if read.outcome != UNKNOWN]
+        ends = _end_offsets(broker, watched)
+        # No await between the read above and this call: an append cannot slip in unnoticed.
+        await broker.wait_for_append(watched, remaining)
+        reads = _read_all(broker, partitions, limits)
+        if _end_offsets(broker, watched) == ends:
+            break  # woken with nothing appended: the time is up, or the broker is shutting down
+    return reads
+
+
+def _end_offsets(broker, watched: list[tuple[str, int]]) -> list[int | None]:
+    logs = [broker.get_log(topic, partition) for topic, partition in watched]
+    return [None if log is None else log.log_end_offset for log in logs]
+
+
+def _ready(reads: list[_Read], limits: _Limits) -> bool:
+    known = [read for read in reads if read.outcome != UNKNOWN]
+    return (not known or any(read.outcome in (ERROR, DIVERGING) for read in known)
+            or sum(read.size for read in known) >= limits.min_bytes)
+
+
+def _read_all(broker, partitions: list[PartitionRequest], limits: _Limits) -> list[_Read]:
+    remaining = limits.max_bytes
+    first_batch_anyway = not limits.hard  # until a partition returns data (KIP-74)
+    reads = []
+    for partition in partitions:
+        read = _read_partition(broker, partition, remaining, first_batch_anyway, limits)
+        if read.size > 0:
+            first_batch_anyway = False
+            remaining = max(0, remaining - read.size)
+        reads.append(read)
+    return reads
+
+
+def _read_partition(broker, request: PartitionRequest, remaining: int, first_batch_anyway: bool,
+                    limits: _Limits) -> _Read:
+    if request.topic is None:
+        return _Read(request, _error_data(request, ErrorCode.UNKNOWN_TOPIC_ID), UNKNOWN)
+    log = broker.get_log(request.topic, request.partition)
+    if log is None:
+        return _Read(request, _error_data(request, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), UNKNOWN)
+    problem = _partition_problem(broker, request)
+    if problem is not None:
+        return _Read(request, _error_data(request, problem), ERROR)
+    if request.last_fetched_epoch >= 0:
+        diverged = _check_last_fetched_epoch(log, request)
+        if diverged is not None:
+            return diverged
+    limit = max(0, min(request.partition_max_bytes, remaining))
+    try:
+        # Hard limits (v0-2) still read the first batch: it is cut at the limit after conversion.
+        result = log.read(request.fetch_offset, limit, min_one_batch=first_batch_anyway or limits.hard)
+    except OffsetOutOfRangeError:
+        return _Read(request, _error_data(request, ErrorCode.OFFSET_OUT_OF_RANGE), ERROR)
+    region = result.regions[0] if result.regions else None  # one segment per fetch, as Kafka reads
+    data = PartitionData(partition_index=request.partition, error_code=ErrorCode.NONE,
+                         high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
+                         log_start_offset=result.log_start_offset,
+                         aborted_transactions=[] if limits.read_committed else None,
+                         preferred_read_replica=-1, records=region if region is not None else b"")
+    size = region.length if region is not None else 0
+    if limits.hard:
+        return _Read(request, data, OK, min(size, limit), cut=limit)
+    return _Read(request, data, OK, size)
+
+
+def _partition_problem(broker, request: PartitionRequest) -> ErrorCode | None:
+    if request.topic_id != _ZERO_UUID:
+        info = broker.topic(request.topic)
+        if info is not None and info.topic_id != request.topic_id:  # deleted and created again since
+            return ErrorCode.INCONSISTENT_TOPIC_ID
+    if request.current_leader_epoch < 0:  # any negative epoch means "not asserted" in a Fetch
+        return None
+    return leader_epoch_error(broker.leader_epoch(request.topic, request.partition), request.current_leader_epoch)
+
+
+def _check_last_fetched_epoch(log, request: PartitionRequest) -> _Read | None:
+    """v12+: the fetcher says which epoch wrote the last batch it has; if our log ended that epoch earlier, it must
+    truncate (diverging_epoch). None when the logs agree."""
+    epoch, end_offset = log.epochs.end_offset_for(request.last_fetched_epoch, log.log_end_offset)
+    if epoch < 0 or end_offset < 0 or request.fetch_offset < log.log_start_offset:
+        return _Read(request, _error_data(request, ErrorCode.OFFSET_OUT_OF_RANGE), ERROR)
+    if epoch >= request.last_fetched_epoch and end_offset >= request.fetch_offset:
+        return None
+    data = PartitionData(partition_index=request.partition, error_code=ErrorCode.NONE,
+                         high_watermark=log.high_watermark, last_stable_offset=log.high_watermark,
+                         log_start_offset=log.log_start_offset,
+                         diverging_epoch=FetchResponse.EpochEndOffset(epoch=epoch, end_offset=end_offset),
+                         aborted_transactions=None, records=b"")
+    return _Read(request, data, DIVERGING)
+
+
+def _error_data(request: PartitionRequest, code: ErrorCode, *, records=b""):
+    return PartitionData(partition_index=request.partition, error_code=code, high_watermark=-1,
+                         last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None, records=records)
+
+
+# --- the response -------------------------------------------------------------------------------------------------
+
+def _finish(broker, version: int, read: _Read) -> _Read:
+    """Apply what old versions need to a partition chosen for the response: zstd refusal below v10, conversion to
+    magic 0/1 below v4."""
+    if version >= 10 or read.request.topic is None:
+        return read
+    log = broker.get_log(read.request.topic, read.request.partition)
+    if log is not None and log.config.compression_type == "zstd":
+        read.data = _error_data(read.request, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, records=None)
+    elif version < 4 and read.data.records:
+        try:
+            read.data.records = _down_convert(read.data.records, 0 if version <= 1 else 1,
+                                              read.request.fetch_offset, read.cut)
+        except UnsupportedCompressionError:
+            read.data = _error_data(read.request, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, records=None)
+        except (CorruptRecordError, InvalidRecordError):
+            read.data = _error_data(read.request, ErrorCode.CORRUPT_MESSAGE)
+    return read
+
+
+def _down_convert(region, magic: int, fetch_offset: int, cut: int | None) -> bytes:
+    """The batches of `region` as a magic 0/1 message set, without the records before `fetch_offset` of an
+    uncompressed first batch (compressed ones stay whole, as a wrapper must), cut at `cut` bytes."""
+    view = memoryview(os.pread(region.file.fileno(), region.length, region.position))
+    head = b""
+    _, first = next(iter_batches(view))
+    if first.compression == Compression.NONE and not first.is_control and first.base_offset < fetch_offset:
+        messages = [(record.offset, record.timestamp, record.key, record.value)
+                    for record in iter_records(view[:first.size], max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE)
+                    if record.offset >= fetch_offset]
+        if messages:
+            head = encode_messages(messages, magic, timestamp_type=first.timestamp_type)
+        view = view[first.size:]
+    converted = head + batches_to_legacy(view, magic, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE)
+    return converted if cut is None else converted[:cut]
+
+
+def _group_by_topic(reads: list[_Read]) -> list:
+    """Consecutive partitions of one topic share a topic entry (a topic seen again later gets another)."""
+    topics = []
+    previous = None
+    for read in reads:
+        key = (read.request.topic, read.request.topic_id)
+        if key != previous:
+            topics.append(TopicData(topic=read.request.topic or "", topic_id=read.request.topic_id, partitions=[]))
+            previous = key
+        topics[-1].partitions.append(read.data)
+    return topics

@@ -1,0 +1,34 @@
+"""Heartbeat (API key 12), versions 0-4: a member shows it is alive and learns whether a rebalance runs.
+
+Answers, as Kafka's: NONE in CompletingRebalance and Stable (renewing the member's session),
+REBALANCE_IN_PROGRESS in PreparingRebalance (renewing it too: the member should rejoin), UNKNOWN_MEMBER_ID for a
+member or group the coordinator does not know, FENCED_INSTANCE_ID for a replaced static member (v3+ sends
+`group_instance_id`), ILLEGAL_GENERATION for another generation, INVALID_GROUP_ID for an empty group id. While
+the coordinator is loading the answer is NONE, as Kafka's, so that members do not drop out of their group.
+v4 is the first flexible version.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..coordinator import coordinator_of
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import HeartbeatResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 12
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx: RequestContext, request) -> HeartbeatResponse:
+    if not request.group_id:
+        return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+    coordinator = coordinator_of(ctx.broker)
+    if not coordinator.loaded:
+        return HeartbeatResponse(error_code=ErrorCode.NONE)
+    error = coordinator.membership.heartbeat(request.group_id, request.member_id, request.group_instance_id,
+                                             request.generation_id)
+    return HeartbeatResponse(error_code=error)

@@ -1,0 +1,47 @@
+"""LeaveGroup (API key 13), versions 0-5: members leave a classic group, which starts a rebalance for the rest.
+
+v0-2 name one member (`member_id`) and answer one error code. From v3 a batch of members, each by member id and
+`group_instance_id` (KIP-345), with an answer per member; an admin tool may name a static member by its instance
+id alone (empty member id). v4 is the first flexible version; v5 adds a reason per member (logged).
+
+Errors, as Kafka's: per member UNKNOWN_MEMBER_ID (also for every member of a group the coordinator does not know)
+and FENCED_INSTANCE_ID; at the top INVALID_GROUP_ID for an empty group id and COORDINATOR_LOAD_IN_PROGRESS while
+loading. A v0-2 answer carries the top-level error, else the member's.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..coordinator import coordinator_of
+from ..coordinator.membership import LeavingMember
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import LeaveGroupResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 13
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+MemberResponse = LeaveGroupResponse.MemberResponse
+
+
+async def handle(ctx: RequestContext, request) -> LeaveGroupResponse:
+    version = ctx.api_version
+    if version >= 3:
+        leaving = [LeavingMember(m.member_id, m.group_instance_id, m.reason) for m in request.members]
+    else:
+        leaving = [LeavingMember(request.member_id)]
+    if not request.group_id:
+        return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+    coordinator = coordinator_of(ctx.broker)
+    if not coordinator.loaded:
+        return LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    error, results = coordinator.membership.leave(request.group_id, leaving)
+    if version < 3:
+        first_failure = next((r.error for r in results if r.error is not ErrorCode.NONE), ErrorCode.NONE)
+        return LeaveGroupResponse(error_code=error if error is not ErrorCode.NONE else first_failure)
+    return LeaveGroupResponse(error_code=error, members=[
+        MemberResponse(member_id=r.member_id, group_instance_id=r.group_instance_id, error_code=r.error)
+        for r in results])

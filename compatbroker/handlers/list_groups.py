@@ -1,0 +1,40 @@
+"""ListGroups (API key 16), versions 0-5: the groups this broker coordinates (all of them: it coordinates every
+group), with their protocol type ("" for a group that only has committed offsets).
+
+v3 is the first flexible version. v4 adds each group's state and a state filter (KIP-518), v5 each group's type
+("classic" for every group here) and a type filter (KIP-848); filters are case-insensitive and an empty filter
+passes every group. While the coordinator is loading the answer is COORDINATOR_LOAD_IN_PROGRESS.
+Groups are listed by id (Kafka's order is that of a hash map).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..coordinator import coordinator_of
+from ..coordinator.group import GROUP_TYPE
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import ListGroupsResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 16
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+Listed = ListGroupsResponse.ListedGroup
+
+
+async def handle(ctx: RequestContext, request) -> ListGroupsResponse:
+    version = ctx.api_version
+    coordinator = coordinator_of(ctx.broker)
+    if not coordinator.loaded:
+        return ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    states = request.states_filter if version >= 4 else []
+    types = request.types_filter if version >= 5 else []
+    groups = sorted(coordinator.list_groups(states, types), key=lambda group: group.group_id)
+    return ListGroupsResponse(groups=[
+        Listed(group_id=group.group_id, protocol_type=group.protocol_type or "",
+               group_state=group.state.value if version >= 4 else "",
+               group_type=GROUP_TYPE if version >= 5 else "")
+        for group in groups])

@@ -1,0 +1,197 @@
+"""Metadata (API key 3), versions 0-13: the brokers of the cluster (just this one), its cluster id and controller, and
+the partitions of the requested topics.
+
+Behaviour, as Kafka's:
+- Which topics: all of them when `topics` is null (v1+) or empty in v0 (sarama relies on this); none for an empty
+  list from v1; from v12 topics may be named by id, and then only the ids count (names in the same request are
+  ignored), unknown ids answering UNKNOWN_TOPIC_ID with a null name. Versions 10 and 11 carry an id field but may not
+  use it: a null name or a non-zero id there fails the whole request with INVALID_REQUEST on every listed topic.
+- A missing topic is created when the request allows it (always for v0-3, `allow_auto_topic_creation` from v4) and
+  `auto.create.topics.enable` is on; it is created with `num.partitions` partitions and answered with
+  LEADER_NOT_AVAILABLE and no partitions, so clients ask again. Internal topics get their own partition count and
+  settings (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`, ...). A request for all topics
+  never creates one. Otherwise a missing topic is UNKNOWN_TOPIC_OR_PARTITION, and an illegal name
+  INVALID_TOPIC_EXCEPTION in every case.
+- Each partition: leader and only replica is this node, leader epoch from the broker, ISR = replicas = [node id],
+  no offline replicas. Topic ids from v10, `is_internal` from v1.
+- Authorized operations (v8+): no authorizer runs, so when asked for, a topic reports every operation Kafka
+  supports on topics (3576) and the cluster (v8-10) every cluster operation (8096); otherwise INT32_MIN.
+
+Deviations: Kafka in KRaft mode answers UNKNOWN_TOPIC_OR_PARTITION (ZooKeeper mode: LEADER_NOT_AVAILABLE) for a topic
+it has just asked the controller to create; we create it synchronously and answer LEADER_NOT_AVAILABLE. A name that
+collides with an existing topic ('.' versus '_') is answered INVALID_TOPIC_EXCEPTION at once, where Kafka's
+controller refuses the creation later. Topics are listed in request order, or by name for "all topics" (Kafka's
+order is that of a hash set).
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING
+
+from .. import topic_names
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import MetadataResponse
+from ..storage import StorageError
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 3
+MIN_VERSION = 0
+MAX_VERSION = 13
+
+AUTHORIZED_OPERATIONS_OMITTED = -2**31
+# With no authorizer Kafka grants everything it supports: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS on a topic; CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+# ALTER_CONFIGS, IDEMPOTENT_WRITE on the cluster (bit n = ACL operation code n).
+TOPIC_AUTHORIZED_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
+
+# Internal topics: (partition count setting, its default, topic-level settings Kafka creates them with).
+_INTERNAL_TOPIC_SPECS = {
+    topic_names.GROUP_METADATA_TOPIC: ("offsets.topic.num.partitions", 50, {
+        "cleanup.policy": "compact", "compression.type": "producer",
+        "segment.bytes": ("offsets.topic.segment.bytes", 104_857_600)}),
+    topic_names.TRANSACTION_STATE_TOPIC: ("transaction.state.log.num.partitions", 50, {
+        "cleanup.policy": "compact", "compression.type": "uncompressed",
+        "segment.bytes": ("transaction.state.log.segment.bytes", 104_857_600)}),
+    topic_names.SHARE_GROUP_STATE_TOPIC: ("share.coordinator.state.topic.num.partitions", 50, {
+        "cleanup.policy": "delete",
+        "segment.bytes": ("share.coordinator.state.topic.segment.bytes", 104_857_600)}),
+}
+
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = MetadataResponse.MetadataResponsePartition
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx: RequestContext, request) -> MetadataResponse:
+    version = ctx.api_version
+    if _uses_ids_too_early(request, version):
+        return _invalid_request_response(request)
+    broker = ctx.broker
+    host, port = broker.advertised_endpoint(ctx.listener_host, ctx.listener_port)
+    topics = _requested_topics(ctx, request, version)
+    if version >= 8 and request.include_topic_authorized_operations:
+        for topic in topics:
+            if topic.error_code != ErrorCode.UNKNOWN_TOPIC_ID:
+                topic.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        cluster_operations = CLUSTER_AUTHORIZED_OPERATIONS
+    return MetadataResponse(
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=host, port=port, rack=None)],
+        cluster_id=broker.cluster_id, controller_id=broker.node_id, topics=topics,
+        cluster_authorized_operations=cluster_operations)
+
+
+def _uses_ids_too_early(request, version: int) -> bool:
+    """Versions 10 and 11 have the topic id field but Kafka refuses requests that use it."""
+    if version >= 12 or not request.topics:
+        return False
+    return any(topic.name is None or topic.topic_id != uuid.UUID(int=0) for topic in request.topics)
+
+
+def _invalid_request_response(request) -> MetadataResponse:
+    """Kafka's answer to a request it cannot serve: every listed topic with the error, nothing else."""
+    topics = [Topic(error_code=ErrorCode.INVALID_REQUEST, name=topic.name or "", topic_id=topic.topic_id,
+                    partitions=[]) for topic in request.topics]
+    return MetadataResponse(brokers=[], cluster_id=None, controller_id=-1, topics=topics)
+
+
+def _requested_topics(ctx: RequestContext, request, version: int) -> list:
+    broker = ctx.broker
+    wanted = request.topics
+    if wanted is None or (version == 0 and not wanted):
+        return [_describe(broker, info) for _, info in sorted(broker.topics().items())]
+    zero = uuid.UUID(int=0)
+    ids = list(dict.fromkeys(topic.topic_id for topic in wanted if topic.topic_id != zero))
+    if ids:
+        return _topics_by_id(broker, ids)
+    allow_creation = _auto_creation_allowed(broker, request, version)
+    names = dict.fromkeys(topic.name for topic in wanted if topic.name is not None)
+    return [_topic_by_name(ctx, name, allow_creation) for name in names]
+
+
+def _topics_by_id(broker, ids: list[uuid.UUID]) -> list:
+    unknown, known = [], []
+    for topic_id in ids:
+        info = broker.topic_by_id(topic_id)
+        if info is None:
+            unknown.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id,
+                                 partitions=[]))
+        else:
+            known.append(_describe(broker, info))
+    return unknown + known
+
+
+def _auto_creation_allowed(broker, request, version: int) -> bool:
+    requested = version < 4 or request.allow_auto_topic_creation  # v0-3 cannot say no
+    return bool(requested and broker.config.auto_create_topics_enable)
+
+
+def _topic_by_name(ctx: RequestContext, name: str, allow_creation: bool):
+    broker = ctx.broker
+    info = broker.topic(name)
+    if info is not None:
+        return _describe(broker, info)
+    if not topic_names.is_valid(name):
+        return _missing(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    if not allow_creation:
+        return _missing(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if topic_names.find_collision(name, broker.topics()) is not None:
+        return _missing(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    return _missing(name, _auto_create(ctx, name))
+
+
+def _auto_create(ctx: RequestContext, name: str) -> ErrorCode:
+    """Create `name` and return the error to answer for it this time (LEADER_NOT_AVAILABLE, as for a topic whose
+    partitions are still being set up)."""
+    broker = ctx.broker
+    partitions, configs = _creation_settings(broker.config, name)
+    try:
+        broker.create_topic(name, partitions, configs)
+    except (OSError, ValueError, StorageError) as exc:
+        log.warning("client %s: could not auto-create topic %r: %s", ctx.client_id, name, exc)
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    log.info("client %s: auto-created topic %r with %d partitions", ctx.client_id, name, partitions)
+    return ErrorCode.LEADER_NOT_AVAILABLE
+
+
+def _creation_settings(config, name: str) -> tuple[int, dict]:
+    spec = _INTERNAL_TOPIC_SPECS.get(name)
+    if spec is None:
+        return config.num_partitions, {}
+    count_setting, count_default, template = spec
+    configs = {}
+    for key, value in template.items():
+        configs[key] = str(_setting(config, *value)) if isinstance(value, tuple) else value
+    return int(_setting(config, count_setting, count_default)), configs
+
+
+def _setting(config, name: str, default):
+    """A broker setting by Kafka name (an attribute in snake case), or Kafka's default when the config lacks it."""
+    value = getattr(config, name.replace(".", "_"), None)
+    return default if value is None else value
+
+
+def _missing(name: str, error: ErrorCode):
+    return Topic(error_code=error, name=name, topic_id=uuid.UUID(int=0), is_internal=topic_names.is_internal(name),
+                 partitions=[])
+
+
+def _describe(broker, info):
+    node = broker.node_id
+    partitions = []
+    for index in range(info.partitions):
+        if broker.get_log(info.name, index) is None:  # listed but not loaded: say so rather than guess
+            partitions.append(Partition(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index,
+                                        leader_id=-1, leader_epoch=-1, replica_nodes=[node], isr_nodes=[],
+                                        offline_replicas=[]))
+            continue
+        partitions.append(Partition(error_code=ErrorCode.NONE, partition_index=index, leader_id=node,
+                                    leader_epoch=broker.leader_epoch(info.name, index), replica_nodes=[node],
+                                    isr_nodes=[node], offline_replicas=[]))
+    return Topic(error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
+                 is_internal=info.is_internal or topic_names.is_internal(info.name), partitions=partitions)

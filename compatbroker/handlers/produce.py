@@ -1,0 +1,264 @@
+"""Produce (API key 0), versions 0-13: append record batches to partition logs.
+
+Behaviour, as Kafka's:
+- Versions 0-2 carry magic 0/1 message sets (sarama's default still sends v0), which storage converts to v2
+  batches; from v3 a partition's records must be exactly one magic 2 batch (INVALID_RECORD otherwise), and before
+  v7 it may not be zstd-compressed (UNSUPPORTED_COMPRESSION_TYPE). From v13 topics are named by id
+  (UNKNOWN_TOPIC_ID for an unknown one); earlier by name (UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or
+  partition). Produce never creates topics (Metadata does).
+- Per-partition errors from storage: CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE (a batch over
+  `max.message.bytes`), RECORD_LIST_TOO_LARGE, INVALID_TIMESTAMP, UNSUPPORTED_COMPRESSION_TYPE. When records
+  themselves are at fault (a timestamp out of bounds, a keyless record in a compacted topic), v8+ answers list them
+  in `record_errors` with their index in the batch, and `error_message` says why; other errors carry no message.
+  A client other than "__admin_client" may not write to an internal topic (INVALID_TOPIC_EXCEPTION).
+- acks: 1 and -1 answer after the append and, when the append reached the topic's `flush.messages`, after the fsync
+  that storage asks for (`AppendResult.flush_needed`, run off the event loop by `broker.make_durable`), as Kafka
+  flushes inside its append; with Kafka's defaults nothing is flushed on the request path. 0 sends no response (a
+  due fsync then runs in the background), and
+  when a partition failed the connection is closed instead (the handler raises `UnacknowledgedProduceFailed`), so
+  the producer notices and refreshes its metadata. Any other acks value answers INVALID_REQUIRED_ACKS for every
+  partition that got that far, and nothing is appended.
+- A successful partition answers its base offset, `log_append_time_ms` (-1 unless the topic uses LogAppendTime,
+  v2+) and `log_start_offset` (v5+); a failed one -1 for the base offset and append time, and for the log start
+  offset -1 or the log's, as Kafka does for that error. Each append wakes fetchers long-polling the partition.
+
+Deviations: `timeout_ms` is not used (there are no replicas to wait for). Idempotent and transactional checks
+(sequence numbers, producer epochs, `transactional_id`) belong to a later issue: such batches are stored with their
+producer fields as they are.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from typing import TYPE_CHECKING
+
+from .. import topic_names
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import ProduceResponse
+from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CREATE_TIME, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC,
+                                      MAGIC_OFFSET, NO_TIMESTAMP, iter_batches, iter_records)
+from ..protocol.records.compression import CODEC_MASK, DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
+from ..protocol.records.convert import legacy_to_batches
+from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
+from ..storage import StorageError
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 0
+MIN_VERSION = 0
+MAX_VERSION = 13
+
+ADMIN_CLIENT_ID = "__admin_client"  # the one client id Kafka lets write to internal topics
+_MIN_BATCH_LENGTH = 14  # Kafka refuses a batch whose length field is below the smallest legacy message
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+
+# Errors for which Kafka reports log start offset -1 rather than the log's.
+_WITHOUT_LOG_START = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.MESSAGE_TOO_LARGE,
+                      ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
+                      ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.INVALID_TOPIC_EXCEPTION}
+
+TopicResponse = ProduceResponse.TopicProduceResponse
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+RecordError = ProduceResponse.BatchIndexAndErrorMessage
+log = logging.getLogger(__name__)
+
+
+class UnacknowledgedProduceFailed(Exception):
+    """An acks=0 produce failed on some partition: there is no response to carry the error, so Kafka closes the
+    connection; raising this makes the server do the same (it closes the connection of a failing handler)."""
+
+
+async def handle(ctx: RequestContext, request) -> ProduceResponse | None:
+    version = ctx.api_version
+    broker = ctx.broker
+    now_ms = broker.now_ms()
+    appended = []
+    responses = []
+    for topic_data in request.topic_data:
+        name = _topic_name(broker, topic_data, version)
+        partitions = []
+        for partition_data in topic_data.partition_data:
+            response, written = _produce_partition(ctx, request, name, partition_data, now_ms)
+            partitions.append(response)
+            if written is not None:
+                appended.append(written)
+        responses.append(TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id,
+                                       partition_responses=partitions))
+    if request.acks == 0:
+        _fail_silently_on_error(ctx, responses)
+        _flush_in_background(broker, appended)
+        return None
+    await _make_durable(broker, appended)
+    return ProduceResponse(responses=responses, throttle_time_ms=0)
+
+
+def _topic_name(broker, topic_data, version: int) -> str | None:
+    """The topic's name; None when a v13+ topic id is unknown."""
+    if version < 13:
+        return topic_data.name
+    info = broker.topic_by_id(topic_data.topic_id)
+    return None if info is None else info.name
+
+
+def _produce_partition(ctx: RequestContext, request, name: str | None, partition_data, now_ms: int):
+    """The response for one partition, and (log appended to, whether its flush policy wants an fsync now), or
+    None when nothing was appended."""
+    broker, version, index = ctx.broker, ctx.api_version, partition_data.index
+    if name is None:
+        return _error(index, ErrorCode.UNKNOWN_TOPIC_ID), None
+    log_ = broker.get_log(name, index)
+    if log_ is None:
+        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
+    records = partition_data.records if partition_data.records is not None else b""
+    if version >= 3:
+        problem = _check_single_batch(records, version)
+        if problem is not None:
+            return _error(index, problem), None
+    if request.acks not in (-1, 0, 1):
+        return _error(index, ErrorCode.INVALID_REQUIRED_ACKS), None
+    if topic_names.is_internal(name) and ctx.client_id != ADMIN_CLIENT_ID:
+        return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
+    return _append(ctx, log_, records, partition_data.index, now_ms)
+
+
+def _append(ctx: RequestContext, log_, records, index: int, now_ms: int):
+    broker = ctx.broker
+    try:
+        result = log_.append(records, leader_epoch=broker.leader_epoch(log_.topic, index), now_ms=now_ms)
+    except StorageError as exc:
+        return _storage_error(ctx, log_, records, index, exc, now_ms), None
+    except OSError as exc:
+        log.error("client %s: append to %s-%d failed: %s", ctx.client_id, log_.topic, index, exc)
+        return _error(index, ErrorCode.KAFKA_STORAGE_ERROR), None
+    if result.base_offset < 0:  # an empty payload appends nothing; Kafka reports no offsets at all
+        return _error(index, ErrorCode.NONE), None
+    broker.notify_appended(log_.topic, index)
+    return PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
+                             log_append_time_ms=result.log_append_time_ms,
+                             log_start_offset=result.log_start_offset), (log_, result.flush_needed)
+
+
+def _storage_error(ctx: RequestContext, log_, records, index: int, exc: StorageError, now_ms: int):
+    code = ErrorCode(exc.error_code)
+    if code not in (ErrorCode.INVALID_TIMESTAMP, ErrorCode.INVALID_RECORD):
+        return _error(index, code, log_start_offset=log_.log_start_offset)
+    bad = _bad_records(records, log_.config, now_ms)
+    if not bad:  # the batch itself is at fault: no record to point at, no message (as Kafka)
+        return _error(index, code, log_start_offset=log_.log_start_offset)
+    timestamps = any(kind == ErrorCode.INVALID_TIMESTAMP for _, kind, _ in bad)
+    if timestamps:
+        code, message = ErrorCode.INVALID_TIMESTAMP, "records were rejected: their timestamps are out of bounds"
+    else:
+        details = "; ".join(text for _, _, text in bad[:3])
+        code, message = ErrorCode.INVALID_RECORD, f"{len(bad)} records were rejected, for example: {details}"
+    response = _error(index, code, log_start_offset=log_.log_start_offset)
+    response.record_errors = [RecordError(batch_index=position, batch_index_error_message=text)
+                              for position, _, text in bad]
+    response.error_message = message
+    return response
+
+
+def _error(index: int, code: ErrorCode, *, log_start_offset: int | None = None):
+    if log_start_offset is None or code in _WITHOUT_LOG_START:
+        log_start_offset = -1
+    return PartitionResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                             log_start_offset=log_start_offset)
+
+
+def _check_single_batch(records, version: int) -> ErrorCode | None:
+    """Kafka's rules for v3+ payloads: exactly one complete magic 2 batch, not zstd before v7."""
+    view = memoryview(records).cast("B")
+    length = _batch_length(view, 0)
+    if isinstance(length, ErrorCode):
+        return length
+    if length is None:
+        return ErrorCode.INVALID_RECORD  # no complete batch at all
+    if view[MAGIC_OFFSET] != MAGIC:
+        return ErrorCode.INVALID_RECORD
+    codec = _INT16.unpack_from(view, ATTRIBUTES_OFFSET)[0] & CODEC_MASK
+    if version < 7 and codec == Compression.ZSTD:
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    following = _batch_length(view, LOG_OVERHEAD + length)
+    if isinstance(following, ErrorCode):
+        return following
+    return None if following is None else ErrorCode.INVALID_RECORD
+
+
+def _batch_length(view: memoryview, position: int) -> int | ErrorCode | None:
+    """The length field of a complete batch at `position`; None when no complete batch starts there (trailing
+    bytes that do not make a batch are left for storage to judge); CORRUPT_MESSAGE for an impossible length."""
+    if len(view) - position < LOG_OVERHEAD:
+        return None
+    length = _INT32.unpack_from(view, position + LENGTH_OFFSET)[0]
+    if length < _MIN_BATCH_LENGTH:
+        return ErrorCode.CORRUPT_MESSAGE
+    if len(view) - position < LOG_OVERHEAD + length:
+        return None
+    return length
+
+
+def _bad_records(records, config, now_ms: int) -> list[tuple[int, ErrorCode, str]]:
+    """(index in its batch, error, reason) of each record Kafka's validator would name, for the first batch that
+    has any. Runs only after storage refused the payload, so its cost does not matter."""
+    view = memoryview(records).cast("B")
+    try:
+        if len(view) > MAGIC_OFFSET and view[MAGIC_OFFSET] in (0, 1):
+            view = memoryview(legacy_to_batches(view, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE))
+        for position, header in iter_batches(view):
+            batch = view[position:position + header.size]
+            bad = [(index, *problem) for index, record in
+                   enumerate(iter_records(batch, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE))
+                   if (problem := _record_problem(record, header, config, now_ms)) is not None]
+            if bad:
+                return bad
+    except (CorruptRecordError, InvalidRecordError, UnsupportedCompressionError):
+        pass
+    return []
+
+
+def _record_problem(record, header, config, now_ms: int) -> tuple[ErrorCode, str] | None:
+    if config.compact and not header.is_control and record.key is None:
+        delta = record.offset - header.base_offset
+        return ErrorCode.INVALID_RECORD, f"record at offset delta {delta} has no key, which a compacted topic requires"
+    if config.log_append_time or header.timestamp_type != CREATE_TIME or record.timestamp == NO_TIMESTAMP:
+        return None
+    earliest = now_ms - config.message_timestamp_before_max_ms
+    latest = now_ms + config.message_timestamp_after_max_ms
+    if earliest <= record.timestamp <= latest:
+        return None
+    return ErrorCode.INVALID_TIMESTAMP, f"timestamp {record.timestamp} is outside [{earliest}, {latest}]"
+
+
+def _fail_silently_on_error(ctx: RequestContext, responses) -> None:
+    failed = [f"{topic.name or topic.topic_id}-{partition.index}: {ErrorCode(partition.error_code).name}"
+              for topic in responses for partition in topic.partition_responses if partition.error_code]
+    if failed:
+        raise UnacknowledgedProduceFailed(f"acks=0 produce from client {ctx.client_id} failed ({', '.join(failed)}); "
+                                          "closing the connection so the producer notices")
+
+
+async def _make_durable(broker, appended: list) -> None:
+    """Run the fsync that the flush policy asked for (`flush.messages` reached) before answering, off the event
+    loop. With Kafka's defaults nothing is due: durability is left to the page cache and recovery, as in Kafka."""
+    due = _flush_due(appended)
+    if due:
+        await broker.make_durable(due)
+
+
+def _flush_in_background(broker, appended: list) -> None:
+    due = _flush_due(appended)
+    if due:
+        task = asyncio.get_running_loop().create_task(broker.make_durable(due))
+        task.add_done_callback(_log_flush_failure)
+
+
+def _log_flush_failure(task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("flush after an acks=0 produce failed: %s", task.exception())
+
+
+def _flush_due(appended: list) -> list:
+    return list({id(log_): log_ for log_, flush_needed in appended if flush_needed}.values())

@@ -1,0 +1,322 @@
+"""One client connection: request frames in, handlers run, responses out in the order the requests came.
+
+Two coroutines share the connection:
+
+- the reader takes frames off the socket (4-byte size, then the request), decodes each and starts its handler at
+  once, so that pipelined requests are decoded and started while earlier ones are still running (a Fetch long
+  poll); it queues one entry per request and waits when `queued.max.requests` are outstanding;
+- the writer takes the entries in order, awaits each and writes its response, so responses leave in request order
+  whatever order the handlers finish in. A request that gets no response (Produce with acks=0) just passes.
+
+A frame larger than `socket.request.max.bytes` closes the connection before its buffer is allocated. A request for
+an API or version the handler registry does not serve closes the connection with a log line, except ApiVersions of a
+newer version than ours, which gets Kafka's v0-format UNSUPPORTED_VERSION answer so that the client retries with a
+version we know. A malformed request or a failing handler is logged and closes the connection; the responses queued
+before it still go out.
+
+Responses are written as `encode_response_chunks` gives them: bytes with `sock_sendall`, file regions (record
+bytes in segment files) with `os.sendfile` straight from the file to the socket, so record bytes never pass
+through Python. When a response holds file regions, TCP_CORK holds back partial packets until it is complete.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import struct
+
+from ..config import format_host_port
+from ..handlers import RequestContext
+from ..handlers.api_versions import unsupported_version_response
+from ..protocol import (API_KEYS, DecodeError, FileRegion, UnsupportedVersionError, decode_request,
+                        encode_response_chunks)
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18
+_RECEIVE_BUFFER_SIZE = 65536
+_SIZE = struct.Struct(">i")
+_CLIENT_ID_LENGTH = struct.Struct(">h")
+_CORK = getattr(socket, "TCP_CORK", None)
+
+
+class _Close:
+    """A queue entry (or handler result) meaning: write what came before, then close the connection."""
+
+    def __repr__(self):
+        return "CLOSE"
+
+
+CLOSE = _Close()
+_END = object()  # the reader has stopped: write what came before, then close
+
+
+class FrameTooLarge(Exception):
+    pass
+
+
+class Connection:
+    def __init__(self, sock: socket.socket, broker, handlers, *, listener_host: str, listener_port: int):
+        self._loop = asyncio.get_running_loop()
+        self._sock = sock
+        self._broker = broker
+        self._handlers = handlers
+        self._listener_host = listener_host
+        self._listener_port = listener_port
+        config = broker.config
+        self._max_frame = config.socket_request_max_bytes
+        self._idle_s = config.connections_max_idle_ms / 1000 if config.connections_max_idle_ms >= 0 else None
+        self.peer = _peer_name(sock)
+        self._entries: asyncio.Queue = asyncio.Queue()
+        self._slots = asyncio.Semaphore(config.queued_max_requests)
+        self._outstanding = 0  # requests read whose response is not written yet
+        self._handler_tasks: set[asyncio.Task] = set()
+        self._reader: asyncio.Task | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._buffer = bytearray(_RECEIVE_BUFFER_SIZE)
+        self._view = memoryview(self._buffer)
+        self._start = self._end = 0  # unread bytes are self._buffer[self._start:self._end]
+        self.last_active = self._loop.time()
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Run the connection until the client leaves, a request closes it, or the server stops it."""
+        self._reader = self._loop.create_task(self._read_requests())
+        if self._idle_s is not None:
+            self._idle_timer = self._loop.call_later(self._idle_s, self._check_idle)
+        try:
+            await self._write_responses()
+        except OSError as exc:
+            log.debug("connection from %s failed: %s", self.peer, exc)
+        except Exception:  # noqa: BLE001 - a bug here must cost one connection, not the broker
+            log.exception("closing connection from %s after an unexpected error", self.peer)
+        finally:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            self._reader.cancel()
+            for task in self._handler_tasks:
+                task.cancel()
+            try:
+                await asyncio.gather(self._reader, *self._handler_tasks, return_exceptions=True)
+            finally:
+                self._sock.close()
+
+    def stop_reading(self) -> None:
+        """Take no new request; the ones already read are answered, then the connection closes."""
+        if self._reader is not None:
+            self._reader.cancel()
+
+    def _check_idle(self) -> None:
+        """Close the connection once it has been idle for connections.max.idle.ms; a request in flight keeps it
+        busy. Runs at most once per idle period."""
+        self._idle_timer = None
+        idle_for = self._loop.time() - self.last_active
+        if self._outstanding == 0 and idle_for >= self._idle_s:
+            log.info("closing connection from %s: idle for %.0f ms", self.peer, idle_for * 1000)
+            self.stop_reading()
+            return
+        remaining = self._idle_s if self._outstanding else self._idle_s - idle_for
+        self._idle_timer = self._loop.call_later(remaining, self._check_idle)
+
+    # --- reading --------------------------------------------------------------------------------------------------
+
+    async def _read_requests(self) -> None:
+        try:
+            while True:
+                await self._slots.acquire()
+                frame = await self._read_frame()
+                if frame is None:
+                    return
+                self.last_active = self._loop.time()
+                entry = self._dispatch(frame)
+                self._outstanding += 1
+                self._entries.put_nowait(entry)
+                if entry is CLOSE:
+                    return
+        except FrameTooLarge as exc:
+            log.warning("closing connection from %s: request of %s bytes is over socket.request.max.bytes=%d",
+                        self.peer, exc, self._max_frame)
+        except OSError as exc:
+            log.debug("connection from %s: %s", self.peer, exc)
+        finally:
+            self._entries.put_nowait(_END)
+
+    async def _read_frame(self):
+        """The next request frame without its size prefix, or None at the end of the stream."""
+        if not await self._fill(4):
+            return None
+        (size,) = _SIZE.unpack_from(self._buffer, self._start)
+        if size < 0 or size > self._max_frame:
+            raise FrameTooLarge(size)
+        self._start += 4
+        if size <= len(self._buffer):
+            if not await self._fill(size):
+                return None
+            frame = bytes(self._view[self._start:self._start + size])
+            self._start += size
+            return frame
+        return await self._read_large_frame(size)
+
+    async def _read_large_frame(self, size: int) -> bytearray:
+        """A frame bigger than the receive buffer: received straight into its own buffer, no copy after."""
+        frame = bytearray(size)
+        view = memoryview(frame)
+        received = self._end - self._start
+        view[:received] = self._view[self._start:self._end]
+        self._start = self._end = 0
+        while received < size:
+            count = await self._loop.sock_recv_into(self._sock, view[received:])
+            if count == 0:
+                raise ConnectionError("the client closed the connection in the middle of a request")
+            received += count
+        return frame
+
+    async def _fill(self, count: int) -> bool:
+        """Have at least `count` unread bytes in the buffer; False at the end of the stream."""
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif len(self._buffer) - self._start < count:  # no room behind: move the unread bytes to the front
+            unread = self._end - self._start
+            self._view[:unread] = self._view[self._start:self._end]
+            self._start, self._end = 0, unread
+        while self._end - self._start < count:
+            received = await self._loop.sock_recv_into(self._sock, self._view[self._end:])
+            if received == 0:
+                if self._end > self._start:
+                    log.debug("connection from %s closed in the middle of a request", self.peer)
+                return False
+            self._end += received
+        return True
+
+    # --- dispatch -------------------------------------------------------------------------------------------------
+
+    def _dispatch(self, frame):
+        """Decode a frame and start its handler: returns the queue entry (a future of the response chunks)."""
+        try:
+            header, body = decode_request(frame)
+        except UnsupportedVersionError as exc:
+            return self._unsupported(exc.header, frame)
+        except DecodeError as exc:
+            log.warning("closing connection from %s: malformed request from client %r: %s", self.peer,
+                        _client_id_of(frame), exc)
+            return CLOSE
+        module = self._handlers.get(header.request_api_key)
+        if module is None or not module.MIN_VERSION <= header.request_api_version <= module.MAX_VERSION:
+            return self._unsupported(header, frame)
+        ctx = RequestContext(self._broker, header, peer=self.peer, listener_host=self._listener_host,
+                             listener_port=self._listener_port, handlers=self._handlers)
+        task = self._loop.create_task(self._run_handler(module, ctx, body))
+        self._handler_tasks.add(task)
+        task.add_done_callback(self._handler_tasks.discard)
+        return task
+
+    def _unsupported(self, header, frame):
+        api_key, version = header.request_api_key, header.request_api_version
+        api_versions = self._handlers.get(API_VERSIONS_KEY)
+        if api_key == API_VERSIONS_KEY and api_versions is not None and version > api_versions.MAX_VERSION:
+            # Kafka's answer, whatever the version asked: a v0 body with the range of ApiVersions we serve.
+            body = unsupported_version_response(api_versions.MIN_VERSION, api_versions.MAX_VERSION)
+            done = self._loop.create_future()
+            done.set_result(encode_response_chunks(API_VERSIONS_KEY, 0, header.correlation_id, body))
+            return done
+        log.warning("closing connection from %s: client %r sent %s version %d, which this broker does not serve",
+                    self.peer, _client_id_of(frame), _api_name(api_key), version)
+        return CLOSE
+
+    async def _run_handler(self, module, ctx: RequestContext, body):
+        """The encoded response chunks, None for no response, or CLOSE when the handler failed."""
+        try:
+            response = await module.handle(ctx, body)
+            if response is None:
+                return None
+            return encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)
+        except Exception:  # noqa: BLE001 - one bad request must not take the broker down
+            log.exception("closing connection from %s: %s version %d from client %r failed", self.peer,
+                          _api_name(module.API_KEY), ctx.api_version, ctx.client_id)
+            return CLOSE
+
+    # --- writing --------------------------------------------------------------------------------------------------
+
+    async def _write_responses(self) -> None:
+        while True:
+            entry = await self._entries.get()
+            if entry is _END or entry is CLOSE:
+                return
+            try:
+                chunks = await entry
+            finally:
+                self._slots.release()
+            if chunks is CLOSE:
+                return
+            if chunks is not None:
+                await self._send(chunks)
+            self._outstanding -= 1
+            self.last_active = self._loop.time()
+
+    async def _send(self, chunks: list) -> None:
+        cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)
+        if cork:
+            self._sock.setsockopt(socket.IPPROTO_TCP, _CORK, 1)
+        for chunk in chunks:
+            if isinstance(chunk, FileRegion):
+                await self._sendfile(chunk)
+            else:
+                await self._loop.sock_sendall(self._sock, chunk)
+        if cork:
+            self._sock.setsockopt(socket.IPPROTO_TCP, _CORK, 0)  # send the last partial packet now
+
+    async def _sendfile(self, region: FileRegion) -> None:
+        """Copy a file region to the socket in the kernel (os.sendfile), waiting whenever the socket is full."""
+        out_fd, in_fd = self._sock.fileno(), region.file.fileno()
+        position, remaining = region.position, region.length
+        while remaining > 0:
+            try:
+                sent = os.sendfile(out_fd, in_fd, position, remaining)
+            except BlockingIOError:
+                await self._writable()
+                continue
+            if sent == 0:  # the file is shorter than the region: the frame size we sent can no longer be kept
+                raise ConnectionError(f"{region!r} ends past the end of its file")
+            position += sent
+            remaining -= sent
+
+    async def _writable(self) -> None:
+        waiter = self._loop.create_future()
+        fd = self._sock.fileno()
+        self._loop.add_writer(fd, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            self._loop.remove_writer(fd)
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _peer_name(sock: socket.socket) -> str:
+    try:
+        address = sock.getpeername()
+    except OSError:
+        return "?"
+    return format_host_port(address[0], address[1])
+
+
+def _api_name(api_key: int) -> str:
+    pair = API_KEYS.get(api_key)
+    return pair[0].NAME.removesuffix("Request") if pair is not None else f"API key {api_key}"
+
+
+def _client_id_of(frame) -> str | None:
+    """The client id of a request header (v1 and v2 both keep it as an int16-length string after the first 8
+    bytes), for log lines about requests that could not be decoded."""
+    try:
+        (length,) = _CLIENT_ID_LENGTH.unpack_from(frame, 8)
+    except struct.error:
+        return None
+    if length < 0 or 10 + length > len(frame):
+        return None
+    return bytes(frame[10:10 + length]).decode("utf-8", "replace")

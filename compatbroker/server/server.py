@@ -1,0 +1,129 @@
+"""The network server: listening sockets, accepting connections, and stopping cleanly.
+
+`bind()` opens the listening sockets (so a port in use is reported before anything else happens) and tells the
+broker each listener's bound port; `start_accepting()` starts serving; `stop()` stops accepting, lets every
+connection answer the requests it has already read (long polls are woken), then closes what is left.
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from collections.abc import Mapping
+from types import ModuleType
+
+from ..handlers import default_registry
+from .connection import Connection
+from .listeners import BoundListener, bind_listener
+
+log = logging.getLogger(__name__)
+
+_ACCEPT_BATCH = 64              # connections accepted per wake-up, so a burst does not starve other work
+_ACCEPT_RETRY_S = 1.0           # pause after running out of file descriptors
+_OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+class Server:
+    def __init__(self, broker, handlers: Mapping[int, ModuleType] | None = None):
+        self.broker = broker
+        self.handlers = handlers if handlers is not None else default_registry()
+        self.listeners: list[BoundListener] = []
+        self._connections: dict[Connection, asyncio.Task] = {}
+        self._accepting = False
+
+    def bind(self) -> list[BoundListener]:
+        """Bind every configured listener (ListenError on failure, with nothing left open)."""
+        try:
+            for endpoint in self.broker.config.listeners:
+                bound = bind_listener(endpoint)
+                self.listeners.append(bound)
+                self.broker.register_listener(endpoint, bound.port)
+        except BaseException:
+            self.close_listeners()
+            raise
+        return self.listeners
+
+    def start_accepting(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._accepting = True
+        for bound in self.listeners:
+            for sock in bound.sockets:
+                loop.add_reader(sock.fileno(), self._accept, sock, bound)
+
+    async def start(self) -> list[BoundListener]:
+        """bind() and start_accepting() in one step."""
+        self.bind()
+        self.start_accepting()
+        return self.listeners
+
+    def close_listeners(self) -> None:
+        if self._accepting:
+            loop = asyncio.get_running_loop()
+            for bound in self.listeners:
+                for sock in bound.sockets:
+                    loop.remove_reader(sock.fileno())
+            self._accepting = False
+        for bound in self.listeners:
+            bound.close()
+
+    async def stop(self, grace_s: float = 3.0) -> None:
+        """Stop accepting, answer what has been read (within `grace_s`), then close every connection."""
+        self.close_listeners()
+        for connection in self._connections:
+            connection.stop_reading()
+        self.broker.begin_shutdown()
+        tasks = list(self._connections.values())
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=grace_s)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    # --- accepting ------------------------------------------------------------------------------------------------
+
+    def _accept(self, listening: socket.socket, bound: BoundListener) -> None:
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                sock, _address = listening.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in _OUT_OF_RESOURCES:
+                    log.error("cannot accept connections on %s: %s; retrying in %.0f s", bound.display(), exc,
+                              _ACCEPT_RETRY_S)
+                    self._pause_accepting(listening, bound)
+                    return
+                log.warning("accepting on %s failed: %s", bound.display(), exc)  # e.g. the client gave up already
+                continue
+            self._start_connection(sock, bound)
+
+    def _pause_accepting(self, listening: socket.socket, bound: BoundListener) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(listening.fileno())
+
+        def resume():
+            if self._accepting and listening.fileno() >= 0:
+                loop.add_reader(listening.fileno(), self._accept, listening, bound)
+
+        loop.call_later(_ACCEPT_RETRY_S, resume)
+
+    def _start_connection(self, sock: socket.socket, bound: BoundListener) -> None:
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # responses are whole frames: send now
+            # A wildcard listener advertises the address the client reached, which the client can route to.
+            host = sock.getsockname()[0] if bound.is_wildcard else bound.endpoint.host
+            connection = Connection(sock, self.broker, self.handlers, listener_host=host, listener_port=bound.port)
+        except OSError as exc:
+            log.debug("dropping a new connection on %s: %s", bound.display(), exc)
+            sock.close()
+            return
+        log.debug("connection from %s on %s", connection.peer, bound.display())
+        task = asyncio.get_running_loop().create_task(connection.serve())
+        self._connections[connection] = task
+        task.add_done_callback(lambda _task: self._connections.pop(connection, None))

@@ -1,0 +1,35 @@
+"""Checks shared by the compat tests: reading back exactly what was produced, and what the broker stored."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .broker_process import BrokerProcess
+from .clients.kafka_python_client import KafkaPythonClient
+from .records import Consumed, stored_batches
+
+
+def read_exactly(reference: KafkaPythonClient, broker: BrokerProcess, topic: str, count: int,
+                 partitions: Sequence[int] = (0,)) -> list[Consumed]:
+    """All records of the topic through the reference consumer, in (partition, offset) order; asserts the log holds
+    exactly `count` (nothing lost, nothing duplicated) and that offsets run from 0 without gaps."""
+    got = reference.consume(broker.bootstrap, topic, count, partitions=partitions)
+    ends = reference.end_offsets(broker.bootstrap, topic, partitions)
+    assert sum(ends.values()) == count, f"the log holds {ends} records per partition, {count} were sent"
+    got.sort(key=lambda r: (r.partition, r.offset))
+    for partition in partitions:
+        offsets = [r.offset for r in got if r.partition == partition]
+        assert offsets == list(range(ends[partition])), f"partition {partition}: offsets {offsets[:20]}..."
+    return got
+
+
+def assert_stored_as(broker: BrokerProcess, topic: str, count: int, *, codec: int | None = None,
+                     partitions: Sequence[int] = (0,)) -> None:
+    """The segment files hold `count` records in v2 batches from non-idempotent producers (producer id -1), all
+    compressed with `codec` when given."""
+    batches = [b for p in partitions for b in stored_batches(broker.segment_files(topic, p))]
+    assert batches, f"no batches on disk for {topic}"
+    assert sum(b.records for b in batches) == count, f"{sum(b.records for b in batches)} records on disk"
+    assert {b.magic for b in batches} == {2}, f"magic {sorted({b.magic for b in batches})}, clients send v2"
+    assert {b.producer_id for b in batches} == {-1}, "a producer was idempotent although configured not to be"
+    if codec is not None:
+        assert {b.codec for b in batches} == {codec}, f"codecs on disk {sorted({b.codec for b in batches})}"

@@ -1,0 +1,141 @@
+"""aiokafka (asyncio). Each call runs its own event loop, so calls from several threads stay independent."""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError
+
+
+class AiokafkaClient(ClientAdapter):
+    name = "aiokafka"
+    sends_null_header = True
+
+    def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
+        try:
+            return asyncio.run(asyncio.wait_for(self._produce(bootstrap, topic, records, acks, compression),
+                                                timeout_s))
+        except Exception as exc:
+            raise ClientError(f"aiokafka producer: {exc!r}") from exc
+
+    async def _produce(self, bootstrap, topic, records, acks, compression):
+        from aiokafka import AIOKafkaProducer
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks, compression_type=compression,
+                                    enable_idempotence=False, max_request_size=MAX_MESSAGE_BYTES, linger_ms=5,
+                                    client_id=f"compat-aio-{uuid.uuid4().hex[:6]}")
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, key=r.key, value=r.value, partition=r.partition,
+                                           timestamp_ms=r.timestamp, headers=list(r.headers) or None)
+                       for r in records]
+            metadata = await asyncio.gather(*futures)
+        finally:
+            await producer.stop()
+        return None if acks == 0 else [(m.partition, m.offset) for m in metadata]
+
+    def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
+                fetch_wait_ms=None):
+        got: list[Consumed] = []
+        try:
+            asyncio.run(self._consume(bootstrap, topic, count, partitions, start, timeout_s, fetch_wait_ms, got))
+        except Exception as exc:
+            raise ClientError(f"aiokafka consumer: {exc!r} after {len(got)} of {count} records") from exc
+        if len(got) < count:
+            raise ClientError(f"aiokafka consumer: {len(got)} of {count} records within {timeout_s} s")
+        return got
+
+    async def _consume(self, bootstrap, topic, count, partitions, start, timeout_s, fetch_wait_ms, got):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                    fetch_max_wait_ms=fetch_wait_ms or 500, request_timeout_ms=40000,
+                                    client_id=f"compat-aioc-{uuid.uuid4().hex[:6]}")
+        await consumer.start()
+        try:
+            tps = [TopicPartition(topic, p) for p in partitions]
+            consumer.assign(tps)
+            await _seek(consumer, tps, start)
+            deadline = time.monotonic() + timeout_s
+            while len(got) < count and time.monotonic() < deadline:
+                batches = await consumer.getmany(timeout_ms=int(max(0.0, deadline - time.monotonic()) * 1000) + 1,
+                                                 max_records=count - len(got))
+                for records in batches.values():
+                    got.extend(Consumed(r.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
+                               for r in records)
+        finally:
+            await consumer.stop()
+
+    def list_offsets(self, bootstrap, topic, partition, timestamp):
+        return asyncio.run(self._list_offsets(bootstrap, topic, partition, timestamp))
+
+    async def _list_offsets(self, bootstrap, topic, partition, timestamp):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, request_timeout_ms=15000)
+        await consumer.start()
+        try:
+            tp = TopicPartition(topic, partition)
+            earliest = (await consumer.beginning_offsets([tp]))[tp]
+            latest = (await consumer.end_offsets([tp]))[tp]
+            found = (await consumer.offsets_for_times({tp: timestamp}))[tp]
+        finally:
+            await consumer.stop()
+        return earliest, latest, None if found is None else found.offset
+
+    def run_member(self, spec, session):
+        asyncio.run(self._run_member(spec, session))
+
+    async def _run_member(self, spec, session):
+        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+        from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+        from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+        topic = spec["topic"]
+        assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+        strategy = {} if spec["strategy"] is None else {"partition_assignment_strategy": [assignors[spec["strategy"]]]}
+
+        def ours(tps):
+            return [tp.partition for tp in tps if tp.topic == topic]
+
+        class Listener(ConsumerRebalanceListener):  # aiokafka is eager: each callback has the whole assignment
+            async def on_partitions_revoked(self, revoked):
+                session.revoked(ours(revoked))
+
+            async def on_partitions_assigned(self, assigned):
+                session.assigned(ours(assigned))
+
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=spec["bootstrap"], group_id=spec["group"], client_id=spec["client_id"],
+            group_instance_id=spec["instance_id"], session_timeout_ms=spec["session_timeout_ms"],
+            heartbeat_interval_ms=spec["heartbeat_interval_ms"], max_poll_interval_ms=spec["rebalance_timeout_ms"],
+            rebalance_timeout_ms=spec["rebalance_timeout_ms"], enable_auto_commit=False,
+            auto_offset_reset="earliest", fetch_max_wait_ms=spec["fetch_wait_ms"], **strategy)
+        await consumer.start()
+        consumer.subscribe([topic], listener=Listener())
+
+        async def poll():
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                session.delivered((r.partition, r.offset, r.value) for r in records)
+
+        async def commit(offsets):
+            await consumer.commit({TopicPartition(topic, p): o for p, o in offsets.items()})
+
+        await session.serve_async(poll, commit, consumer.stop)
+
+
+async def _seek(consumer, tps, start) -> None:
+    if start == EARLIEST:
+        await consumer.seek_to_beginning(*tps)
+    elif start == LATEST:
+        await consumer.seek_to_end(*tps)
+    elif isinstance(start, AtOffset):
+        for tp in tps:
+            consumer.seek(tp, start.offset)
+    elif isinstance(start, AtTimestamp):
+        found = await consumer.offsets_for_times({tp: start.timestamp for tp in tps})
+        for tp in tps:
+            if found[tp] is None:
+                await consumer.seek_to_end(tp)
+            else:
+                consumer.seek(tp, found[tp].offset)
+    else:
+        raise ValueError(f"unknown start {start!r}")

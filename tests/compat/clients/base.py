@@ -1,0 +1,127 @@
+"""The one interface every client adapter offers to the compat tests, so each scenario is written once."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import threading
+from collections.abc import Callable, Sequence
+
+from ..records import EARLIEST, Consumed, Record
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class ClientError(AssertionError):
+    """A client reported a failure (delivery error, non-zero exit, timeout); the message says what it printed."""
+
+
+class ClientAdapter:
+    """Produce and consume through one real client library or tool.
+
+    Every producer is plain (not idempotent: InitProducerId is a later issue) and every consumer reads assigned
+    partitions without a consumer group, except where a client offers no such mode (then the adapter says so).
+    Consumer-group members run in processes of their own (`member_command`, see member.py), so that a test can
+    kill one; clients with an admin API also list and describe groups and their committed offsets.
+    """
+
+    name = "?"
+    # Can the client set each record's timestamp and send binary keys, values and headers? (kcat cannot)
+    expressive = True
+    # Can it send a header whose value is null? (kafka-python and kafkajs refuse, kcat has no syntax for it)
+    sends_null_header = False
+
+    def produce(self, bootstrap: str, topic: str, records: Sequence[Record], *, acks: int = -1,
+                compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[tuple[int, int]] | None:
+        """Sends `records` in order and waits until each is acknowledged (for acks=0: handed to the socket).
+        Returns each record's (partition, offset) when the client reports them, else None."""
+        raise NotImplementedError
+
+    def consume(self, bootstrap: str, topic: str, count: int, *, partitions: Sequence[int] = (0,),
+                start=EARLIEST, timeout_s: float = DEFAULT_TIMEOUT_S,
+                fetch_wait_ms: int | None = None) -> list[Consumed]:
+        """Reads `count` records from `partitions`, starting at `start` (EARLIEST, LATEST, AtOffset, AtTimestamp).
+        Raises ClientError when fewer arrive within `timeout_s`."""
+        raise NotImplementedError
+
+    def list_offsets(self, bootstrap: str, topic: str, partition: int, timestamp: int) -> tuple[int, int, int | None]:
+        """(earliest offset, latest offset, offset of the first record at or after `timestamp` or None)."""
+        raise NotImplementedError
+
+    def member_command(self, spec: dict) -> tuple[list[str], dict[str, str]]:
+        """The command, and extra environment, of a process running one group member (protocol: member.py)."""
+        return [sys.executable, "-m", "tests.compat.clients.member", json.dumps(spec)], {}
+
+    def run_member(self, spec: dict, session) -> None:
+        """In that process: subscribe to spec["topic"] in spec["group"] and serve the MemberSession until closed."""
+        raise NotImplementedError(f"{self.name} has no group member")
+
+    def list_groups(self, bootstrap: str, states: Sequence[str] = ()) -> dict[str, GroupListing]:
+        """The broker's groups (ListGroups), only those in `states` (Kafka's state names) when given."""
+        raise NotImplementedError(f"{self.name} has no admin client here")
+
+    def describe_groups(self, bootstrap: str, group_ids: Sequence[str]) -> dict[str, GroupInfo]:
+        raise NotImplementedError(f"{self.name} has no admin client here")
+
+    def group_offsets(self, bootstrap: str, group_id: str) -> dict[tuple[str, int], int]:
+        """Every offset the group committed (OffsetFetch for all topics)."""
+        raise NotImplementedError(f"{self.name} has no admin client here")
+
+    def produce_concurrently(self, bootstrap: str, topic: str, batches: Sequence[Sequence[Record]]) -> None:
+        """One client instance per batch, all running at the same time."""
+        run_concurrently([lambda b=b: self.produce(bootstrap, topic, b) for b in batches])
+
+    def consume_concurrently(self, bootstrap: str, topic: str, clients: int, count: int,
+                             started: Callable[[], None] | None = None) -> list[list[Consumed]]:
+        """`clients` consumers at once, each reading `count` records from the earliest offset of partition 0.
+        `started` is called once they have all been launched (the records may be produced then)."""
+        return run_concurrently([lambda: self.consume(bootstrap, topic, count, timeout_s=60)] * clients,
+                                started=started)
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupListing:
+    group_id: str
+    state: str  # Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    protocol_type: str  # "consumer", or "" for a group that only stores offsets
+
+
+@dataclasses.dataclass(frozen=True)
+class MemberInfo:
+    member_id: str
+    client_id: str
+    host: str
+    instance_id: str | None
+    assignment: frozenset[tuple[str, int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupInfo:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str  # the assignor the group chose
+    members: tuple[MemberInfo, ...]
+
+
+def run_concurrently(calls: Sequence[Callable], started: Callable[[], None] | None = None) -> list:
+    """Runs each call in its own thread; returns their results in order, re-raising the first failure."""
+    results: list = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def run(i: int, call: Callable) -> None:
+        try:
+            results[i] = call()
+        except Exception as exc:  # noqa: BLE001 - handed to the caller below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i, call), daemon=True) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    if started is not None:
+        started()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results

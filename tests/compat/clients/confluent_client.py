@@ -1,0 +1,202 @@
+"""confluent-kafka (librdkafka, bundled in the wheel).
+
+librdkafka insists on a group.id for every consumer, even one that only uses assign(); with it the client looks up
+the group coordinator (FindCoordinator) in the background although no group is joined and nothing is committed.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, GroupInfo, GroupListing, MemberInfo
+
+
+def _common(bootstrap: str, role: str) -> dict:
+    return {"bootstrap.servers": bootstrap, "client.id": f"compat-ck-{role}-{uuid.uuid4().hex[:6]}",
+            "broker.address.family": "v4", "message.max.bytes": MAX_MESSAGE_BYTES}
+
+
+class ConfluentClient(ClientAdapter):
+    name = "confluent-kafka"
+    sends_null_header = True
+
+    def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
+        from confluent_kafka import Producer
+        config = _common(bootstrap, "p") | {
+            "acks": str(acks), "enable.idempotence": False, "compression.type": compression or "none",
+            "linger.ms": 5, "partitioner": "murmur2_random",  # the Java client's choice, as the other clients use
+            "message.timeout.ms": int(timeout_s * 1000)}
+        producer = Producer(config)
+        reports: list = [None] * len(records)
+
+        def delivered(i):
+            return lambda err, msg: reports.__setitem__(i, (err, msg.partition(), msg.offset()))
+
+        for i, r in enumerate(records):
+            kwargs = {"partition": r.partition} if r.partition is not None else {}
+            producer.produce(topic, value=r.value, key=r.key, headers=list(r.headers) or None,
+                             timestamp=r.timestamp or 0, on_delivery=delivered(i), **kwargs)
+        left = producer.flush(timeout_s)
+        if left:
+            raise ClientError(f"confluent-kafka producer: {left} records not delivered within {timeout_s} s")
+        errors = [report[0] for report in reports if report[0] is not None]
+        if errors:
+            raise ClientError(f"confluent-kafka producer: {len(errors)} delivery errors, first {errors[0]}")
+        return None if acks == 0 else [(partition, offset) for _, partition, offset in reports]
+
+    def consumer(self, bootstrap: str, **overrides):
+        from confluent_kafka import Consumer
+        config = _common(bootstrap, "c") | {
+            "group.id": f"compat-{uuid.uuid4().hex[:8]}",  # required by librdkafka; no group is joined
+            "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 2 * MAX_MESSAGE_BYTES, "receive.message.max.bytes": 3 * MAX_MESSAGE_BYTES}
+        config.update(overrides)
+        return Consumer(config)
+
+    def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
+                fetch_wait_ms=None):
+        from confluent_kafka import KafkaError
+        consumer = self.consumer(bootstrap, **({"fetch.wait.max.ms": fetch_wait_ms} if fetch_wait_ms else {}))
+        got: list[Consumed] = []
+        try:
+            consumer.assign(_positions(consumer, topic, partitions, start))
+            deadline = time.monotonic() + timeout_s
+            while len(got) < count and time.monotonic() < deadline:
+                msg = consumer.poll(min(1.0, max(0.0, deadline - time.monotonic())))
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise ClientError(f"confluent-kafka consumer: {msg.error()}")
+                got.append(Consumed(msg.partition(), msg.offset(), msg.key(), msg.value(),
+                                    tuple(msg.headers() or ()), msg.timestamp()[1]))
+        finally:
+            consumer.close()
+        if len(got) < count:
+            raise ClientError(f"confluent-kafka consumer: {len(got)} of {count} records within {timeout_s} s")
+        return got
+
+    def list_offsets(self, bootstrap, topic, partition, timestamp):
+        from confluent_kafka import TopicPartition
+        consumer = self.consumer(bootstrap)
+        try:
+            earliest, latest = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15,
+                                                              cached=False)
+            found = consumer.offsets_for_times([TopicPartition(topic, partition, timestamp)], timeout=15)[0]
+        finally:
+            consumer.close()
+        return earliest, latest, None if found.offset < 0 else found.offset
+
+    # --- consumer groups -------------------------------------------------------------------------------------------
+
+    def run_member(self, spec, session):
+        from confluent_kafka import TopicPartition
+        topic = spec["topic"]
+        config = {"group.id": spec["group"], "client.id": spec["client_id"],
+                  "session.timeout.ms": spec["session_timeout_ms"],
+                  "heartbeat.interval.ms": spec["heartbeat_interval_ms"],
+                  "max.poll.interval.ms": spec["rebalance_timeout_ms"], "fetch.wait.max.ms": spec["fetch_wait_ms"]}
+        if spec["instance_id"] is not None:
+            config["group.instance.id"] = spec["instance_id"]
+        if spec["strategy"] is not None:
+            config["partition.assignment.strategy"] = spec["strategy"]
+        consumer = self.consumer(spec["bootstrap"], **config)
+
+        def ours(tps):
+            return [tp.partition for tp in tps if tp.topic == topic]
+
+        # The callbacks (run inside consume()) apply the change themselves, cooperatively when the group is.
+        def on_assign(consumer, partitions):
+            if session.cooperative:
+                consumer.incremental_assign(partitions)
+            else:
+                consumer.assign(partitions)
+            session.assigned(ours(partitions))
+
+        def on_revoke(consumer, partitions, kind="revoked"):
+            if session.cooperative:
+                consumer.incremental_unassign(partitions)
+            else:
+                consumer.unassign()
+            session.revoked(ours(partitions), kind=kind)
+
+        consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke,
+                           on_lost=lambda c, partitions: on_revoke(c, partitions, kind="lost"))
+
+        def poll():
+            messages = consumer.consume(num_messages=500, timeout=0.2)
+            failed = [m.error() for m in messages if m.error()]
+            if failed:
+                raise ClientError(f"confluent-kafka member: {failed[0]}")
+            session.delivered((m.partition(), m.offset(), m.value()) for m in messages)
+
+        def commit(offsets):
+            done = consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                                   asynchronous=False)
+            failed = [tp for tp in done or () if tp.error]
+            if failed:
+                raise ClientError(f"confluent-kafka commit: {failed[0].error} for partition {failed[0].partition}")
+
+        session.serve(poll, commit, consumer.close)
+
+    def admin(self, bootstrap: str):
+        from confluent_kafka.admin import AdminClient
+        return AdminClient(_common(bootstrap, "a"))
+
+    def list_groups(self, bootstrap, states=()):
+        from confluent_kafka import ConsumerGroupState
+        by_name = {name: ConsumerGroupState[key] for key, name in _STATE_NAMES.items()}
+        kwargs = {"states": {by_name[s] for s in states}} if states else {}
+        admin = self.admin(bootstrap)  # referenced until the result is in: a collected client fails its requests
+        result = admin.list_consumer_groups(request_timeout=15, **kwargs).result()
+        if result.errors:
+            raise ClientError(f"confluent-kafka list_consumer_groups: {result.errors}")
+        # librdkafka reports no protocol type; a "simple" group is Kafka's empty protocol type
+        return {g.group_id: GroupListing(g.group_id, _STATE_NAMES.get(g.state.name, g.state.name),
+                                         "" if g.is_simple_consumer_group else "consumer")
+                for g in result.valid}
+
+    def describe_groups(self, bootstrap, group_ids):
+        admin = self.admin(bootstrap)
+        futures = admin.describe_consumer_groups(list(group_ids), request_timeout=15)
+        return {group_id: _group_info(future.result()) for group_id, future in futures.items()}
+
+    def group_offsets(self, bootstrap, group_id):
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        admin = self.admin(bootstrap)
+        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)], request_timeout=15)
+        found = futures[group_id].result()
+        failed = [tp for tp in found.topic_partitions if tp.error]
+        if failed:
+            raise ClientError(f"confluent-kafka list_consumer_group_offsets: {failed[0].error}")
+        return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions}
+
+
+# confluent-kafka's ConsumerGroupState members and Kafka's names of the same states
+_STATE_NAMES = {"EMPTY": "Empty", "PREPARING_REBALANCING": "PreparingRebalance",
+                "COMPLETING_REBALANCING": "CompletingRebalance", "STABLE": "Stable", "DEAD": "Dead"}
+
+
+def _group_info(group) -> GroupInfo:
+    members = tuple(MemberInfo(m.member_id, m.client_id, m.host, m.group_instance_id,
+                               frozenset((tp.topic, tp.partition) for tp in m.assignment.topic_partitions))
+                    for m in group.members)
+    return GroupInfo(group.group_id, _STATE_NAMES.get(group.state.name, group.state.name),
+                     "" if group.is_simple_consumer_group else "consumer", group.partition_assignor, members)
+
+
+def _positions(consumer, topic, partitions, start) -> list:
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
+    if start == EARLIEST:
+        return [TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions]
+    if start == LATEST:
+        return [TopicPartition(topic, p, OFFSET_END) for p in partitions]
+    if isinstance(start, AtOffset):
+        return [TopicPartition(topic, p, start.offset) for p in partitions]
+    if isinstance(start, AtTimestamp):
+        found = consumer.offsets_for_times([TopicPartition(topic, p, start.timestamp) for p in partitions],
+                                           timeout=15)
+        return [TopicPartition(topic, f.partition, f.offset if f.offset >= 0 else OFFSET_END) for f in found]
+    raise ValueError(f"unknown start {start!r}")

@@ -1,0 +1,221 @@
+"""kafka-python 3.x (pure Python; the same library is the suite's reference producer and reader)."""
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+
+from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, GroupInfo, GroupListing, MemberInfo
+
+
+class KafkaPythonClient(ClientAdapter):
+    name = "kafka-python"
+
+    def producer(self, bootstrap: str, **overrides):
+        from kafka import KafkaProducer
+        config = {"bootstrap_servers": bootstrap, "client_id": f"compat-kp-{uuid.uuid4().hex[:6]}",
+                  "enable_idempotence": False,  # 3.x defaults to idempotent; InitProducerId is a later issue
+                  "max_request_size": MAX_MESSAGE_BYTES, "linger_ms": 5, "request_timeout_ms": 15000,
+                  "max_block_ms": 15000}
+        return KafkaProducer(**(config | overrides))
+
+    def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
+        producer = self.producer(bootstrap, acks=acks, compression_type=compression)
+        try:
+            futures = [producer.send(topic, key=r.key, value=r.value, headers=list(r.headers) or None,
+                                     partition=r.partition, timestamp_ms=r.timestamp) for r in records]
+            producer.flush(timeout=timeout_s)
+            metadata = [future.get(timeout=timeout_s) for future in futures]
+        except Exception as exc:
+            raise ClientError(f"kafka-python producer: {exc!r}") from exc
+        finally:
+            producer.close(timeout=5)
+        if acks == 0:
+            return None  # no response, so no offsets
+        return [(m.partition, m.offset) for m in metadata]
+
+    def consumer(self, bootstrap: str, **overrides):
+        from kafka import KafkaConsumer
+        config = {"bootstrap_servers": bootstrap, "group_id": None, "enable_auto_commit": False,
+                  "client_id": f"compat-kc-{uuid.uuid4().hex[:6]}", "request_timeout_ms": 40000}
+        return KafkaConsumer(**(config | overrides))
+
+    def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
+                fetch_wait_ms=None):
+        from kafka import TopicPartition
+        consumer = self.consumer(bootstrap, fetch_max_wait_ms=fetch_wait_ms or 500)
+        try:
+            tps = [TopicPartition(topic, p) for p in partitions]
+            consumer.assign(tps)
+            _seek(consumer, tps, start)
+            got: list[Consumed] = []
+            deadline = time.monotonic() + timeout_s
+            while len(got) < count and time.monotonic() < deadline:
+                batches = consumer.poll(timeout_ms=int(max(0.0, deadline - time.monotonic()) * 1000) + 1,
+                                        max_records=count - len(got))
+                for records in batches.values():
+                    got.extend(_consumed(r) for r in records)
+        finally:
+            consumer.close()
+        if len(got) < count:
+            raise ClientError(f"kafka-python consumer: {len(got)} of {count} records within {timeout_s} s")
+        return got
+
+    def list_offsets(self, bootstrap, topic, partition, timestamp):
+        from kafka import TopicPartition
+        consumer = self.consumer(bootstrap)
+        try:
+            tp = TopicPartition(topic, partition)
+            earliest = consumer.beginning_offsets([tp], timeout_ms=15000)[tp]
+            latest = consumer.end_offsets([tp], timeout_ms=15000)[tp]
+            found = consumer.offsets_for_times({tp: timestamp}, timeout_ms=15000)[tp]
+        finally:
+            consumer.close()
+        return earliest, latest, None if found is None else found.offset
+
+    def end_offsets(self, bootstrap: str, topic: str, partitions) -> dict[int, int]:
+        """The latest offset (ListOffsets -1) of each partition, in one request."""
+        from kafka import TopicPartition
+        consumer = self.consumer(bootstrap)
+        try:
+            found = consumer.end_offsets([TopicPartition(topic, p) for p in partitions], timeout_ms=15000)
+        finally:
+            consumer.close()
+        return {tp.partition: offset for tp, offset in found.items()}
+
+    def partitions_for(self, bootstrap: str, topic: str) -> set[int]:
+        """Creates the topic if needed (Metadata with auto-creation) and returns its partitions."""
+        producer = self.producer(bootstrap)
+        try:
+            return set(producer.partitions_for(topic))
+        finally:
+            producer.close(timeout=5)
+
+    # --- consumer groups -------------------------------------------------------------------------------------------
+
+    def run_member(self, spec, session):
+        from kafka import ConsumerRebalanceListener, OffsetAndMetadata, TopicPartition
+        topic = spec["topic"]
+
+        def ours(tps):
+            return [tp.partition for tp in tps if tp.topic == topic]
+
+        class Listener(ConsumerRebalanceListener):  # called from poll(), in this thread
+            def on_partitions_revoked(self, revoked):
+                session.revoked(ours(revoked))
+
+            def on_partitions_assigned(self, assigned):
+                session.assigned(ours(assigned))
+
+            def on_partitions_lost(self, lost):
+                session.revoked(ours(lost), kind="lost")
+
+        consumer = self.consumer(spec["bootstrap"], **_member_config(spec))
+        consumer.subscribe([topic], listener=Listener())
+
+        def poll():
+            for records in consumer.poll(timeout_ms=200).values():
+                session.delivered((r.partition, r.offset, r.value) for r in records)
+
+        def commit(offsets):
+            consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+
+        session.serve(poll, commit, lambda: consumer.close(autocommit=False))
+
+    def admin(self, bootstrap: str):
+        from kafka import KafkaAdminClient
+        return KafkaAdminClient(bootstrap_servers=bootstrap, client_id=f"compat-ka-{uuid.uuid4().hex[:6]}",
+                                request_timeout_ms=15000)
+
+    def list_groups(self, bootstrap, states=()):
+        admin = self.admin(bootstrap)
+        try:
+            found = admin.list_groups(states_filter=list(states) or None)
+        finally:
+            admin.close()
+        return {g["group_id"]: GroupListing(g["group_id"], g.get("group_state") or "", g["protocol_type"])
+                for g in found}
+
+    def describe_groups(self, bootstrap, group_ids):
+        admin = self.admin(bootstrap)
+        try:
+            found = admin.describe_groups(list(group_ids))
+        finally:
+            admin.close()
+        return {group_id: _group_info(group) for group_id, group in found.items()}
+
+    def group_offsets(self, bootstrap, group_id, timeout_s=15.0):
+        # kafka-python's admin raises retriable errors (COORDINATOR_LOAD_IN_PROGRESS just after a broker start)
+        # instead of retrying them as the Java admin client does; retried here until the deadline.
+        from kafka.errors import KafkaError
+        deadline = time.monotonic() + timeout_s
+        admin = self.admin(bootstrap)
+        try:
+            while True:
+                try:
+                    found = admin.list_group_offsets({group_id: None})[group_id]
+                    break
+                except KafkaError as exc:
+                    if not exc.retriable or time.monotonic() > deadline:
+                        raise
+        finally:
+            admin.close()
+        return {(tp.topic, tp.partition): meta.offset for tp, meta in found.items()}
+
+
+# kafka-python names its assignors by class; the specs use Kafka's names.
+def _assignors(strategy: str | None) -> dict:
+    if strategy is None:
+        return {}
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    by_name = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
+               "cooperative-sticky": CooperativeStickyAssignor}
+    return {"partition_assignment_strategy": [by_name[strategy]]}
+
+
+def _member_config(spec: dict) -> dict:
+    return {"group_id": spec["group"], "client_id": spec["client_id"], "group_instance_id": spec["instance_id"],
+            "session_timeout_ms": spec["session_timeout_ms"], "heartbeat_interval_ms": spec["heartbeat_interval_ms"],
+            "max_poll_interval_ms": spec["rebalance_timeout_ms"], "auto_offset_reset": "earliest",
+            "fetch_max_wait_ms": spec["fetch_wait_ms"]} | _assignors(spec["strategy"])
+
+
+def _group_info(group: dict) -> GroupInfo:
+    if group.get("error"):
+        raise ClientError(f"kafka-python describe_groups: {group['group_id']}: {group['error']}")
+    members = []
+    for member in group["members"]:
+        # kafka-python decodes a "consumer" group's assignment, and to_dict() turns it into plain dicts
+        assignment = member["member_assignment"] or {"assigned_partitions": []}
+        pairs = frozenset((t["topic"], p) for t in assignment["assigned_partitions"] for p in t["partitions"])
+        members.append(MemberInfo(member["member_id"], member["client_id"], member["client_host"],
+                                  member.get("group_instance_id"), pairs))
+    return GroupInfo(group["group_id"], group["group_state"], group["protocol_type"], group["protocol_data"],
+                     tuple(members))
+
+
+def _seek(consumer, tps: Sequence, start) -> None:
+    if start == EARLIEST:
+        consumer.seek_to_beginning(*tps)
+    elif start == LATEST:
+        consumer.seek_to_end(*tps)
+    elif isinstance(start, AtOffset):
+        for tp in tps:
+            consumer.seek(tp, start.offset)
+    elif isinstance(start, AtTimestamp):
+        found = consumer.offsets_for_times({tp: start.timestamp for tp in tps}, timeout_ms=15000)
+        for tp in tps:
+            if found[tp] is None:
+                consumer.seek_to_end(tp)
+            else:
+                consumer.seek(tp, found[tp].offset)
+    else:
+        raise ValueError(f"unknown start {start!r}")
+
+
+def _consumed(record) -> Consumed:
+    return Consumed(record.partition, record.offset, record.key, record.value,
+                    tuple((name, value) for name, value in record.headers), record.timestamp)

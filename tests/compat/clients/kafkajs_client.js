@@ -1,0 +1,287 @@
+// One kafkajs operation against a broker, for tests/compat/clients/kafkajs_client.py.
+//
+//   NODE_PATH=<dir>/node_modules node kafkajs_client.js < spec.json
+//   NODE_PATH=<dir>/node_modules node kafkajs_client.js --member '<spec json>'
+//
+// The spec is one JSON object: {op, brokers, topic, ...}; see the handlers below. The script prints exactly one
+// line `RESULT <json>` on stdout and exits 0, or prints `ERROR <json>` and exits 1. kafkajs' own log lines go to
+// stderr so they never mix with the result.
+// With --member the script is one long-lived consumer-group member speaking the line protocol of
+// tests/compat/clients/member.py: `EVENT <json>` lines out, command lines in.
+'use strict'
+
+const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
+const SnappyCodec = require('kafkajs-snappy')
+const LZ4Module = require('kafkajs-lz4')
+const zstd = require('@bokuweb/zstd-wasm')
+
+// kafkajs implements gzip itself; the other codecs plug in through CompressionCodecs.
+const LZ4Codec = LZ4Module.default || LZ4Module
+CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
+CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec
+// No maintained zstd codec for kafkajs builds on current node: wrap the WebAssembly build of libzstd.
+// It is initialised once: kafkajs decodes the batches of a fetch response concurrently, and an init() running
+// while another batch is being decompressed replaces the module under it (decompression then fails, code -72).
+let zstdReady = null
+const zstdInit = () => (zstdReady = zstdReady || zstd.init())
+CompressionCodecs[CompressionTypes.ZSTD] = () => ({
+  async compress (encoder) {
+    await zstdInit()
+    return Buffer.from(zstd.compress(encoder.buffer, 3))
+  },
+  async decompress (buffer) {
+    await zstdInit()
+    return Buffer.from(zstd.decompress(buffer))
+  }
+})
+
+const CODECS = {
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD
+}
+
+const fromB64 = s => (s === null ? null : Buffer.from(s, 'base64'))
+const toB64 = b => (b === null || b === undefined ? null : Buffer.from(b).toString('base64'))
+
+function stderrLogger () {
+  return ({ namespace, level, label, log }) => {
+    const { message, ...extra } = log
+    process.stderr.write(`${label} [${namespace}] ${message} ${JSON.stringify(extra)}\n`)
+  }
+}
+
+function client (spec, id, clientId) {
+  return new Kafka({
+    clientId: clientId || `compat-kafkajs-${id}`,
+    brokers: [spec.brokers],
+    logLevel: logLevel.WARN,
+    logCreator: stderrLogger,
+    connectionTimeout: 5000,
+    requestTimeout: 40000, // above the longest fetch wait the tests ask for
+    // Fail fast: the tests want the first error, not a minute of retries.
+    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 }
+  })
+}
+
+// Headers as kafkajs takes them: an object, a repeated name becoming an array (sent as consecutive headers).
+function toHeaders (pairs) {
+  const headers = {}
+  for (const [name, value] of pairs) {
+    const buf = fromB64(value)
+    if (!(name in headers)) headers[name] = buf
+    else if (Array.isArray(headers[name])) headers[name].push(buf)
+    else headers[name] = [headers[name], buf]
+  }
+  return headers
+}
+
+function fromHeaders (headers) {
+  const pairs = []
+  for (const [name, value] of Object.entries(headers || {})) {
+    for (const item of Array.isArray(value) ? value : [value]) pairs.push([name, toB64(item)])
+  }
+  return pairs
+}
+
+function toMessage (record) {
+  const message = { key: fromB64(record.key), value: fromB64(record.value), headers: toHeaders(record.headers) }
+  if (record.partition !== null) message.partition = record.partition
+  if (record.timestamp !== null) message.timestamp = String(record.timestamp)
+  return message
+}
+
+async function produceWith (kafka, spec, records) {
+  const producer = kafka.producer({ idempotent: false, allowAutoTopicCreation: true })
+  await producer.connect()
+  try {
+    return await producer.send({
+      topic: spec.topic,
+      acks: spec.acks,
+      compression: CODECS[spec.codec],
+      timeout: 30000,
+      messages: records.map(toMessage)
+    })
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+async function produce (spec) {
+  const result = await produceWith(client(spec, 'p'), spec, spec.records)
+  return { sent: spec.records.length, result }
+}
+
+// One Kafka instance (own connections) per batch, all sending at once.
+async function produceMany (spec) {
+  const results = await Promise.all(spec.batches.map((records, i) => produceWith(client(spec, `p${i}`), spec, records)))
+  return { producers: results.length }
+}
+
+async function listOffsets (spec) {
+  const admin = client(spec, 'a').admin()
+  await admin.connect()
+  try {
+    const offsets = await admin.fetchTopicOffsets(spec.topic)
+    const byTime = await admin.fetchTopicOffsetsByTimestamp(spec.topic, spec.timestamp)
+    const low = offsets.find(o => o.partition === spec.partition)
+    const at = byTime.find(o => o.partition === spec.partition)
+    return { earliest: Number(low.low), latest: Number(low.high), at: at ? Number(at.offset) : null }
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+// kafkajs has no assign(): every consumer joins a group (FindCoordinator, JoinGroup, SyncGroup, OffsetFetch...),
+// then seeks each partition to the requested start.
+async function consume (spec) {
+  const kafka = client(spec, 'c')
+  const consumer = kafka.consumer({
+    groupId: `compat-${Math.random().toString(16).slice(2, 10)}`,
+    maxWaitTimeInMs: spec.fetch_wait_ms || 500,
+    maxBytesPerPartition: 4 * 1024 * 1024,
+    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000, restartOnFailure: async () => false }
+  })
+  const got = []
+  let startOffsets = null
+  if (spec.start.type === 'timestamp') {
+    const admin = kafka.admin()
+    await admin.connect()
+    const found = await admin.fetchTopicOffsetsByTimestamp(spec.topic, spec.start.value)
+    await admin.disconnect()
+    startOffsets = found.map(o => ({ partition: o.partition, offset: String(o.offset) }))
+  } else if (spec.start.type === 'offset') {
+    startOffsets = spec.partitions.map(p => ({ partition: p, offset: String(spec.start.value) }))
+  }
+  await consumer.connect()
+  try {
+    return await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${got.length} of ${spec.count} records within ${spec.timeout_ms} ms`)),
+        spec.timeout_ms)
+      consumer.on(consumer.events.CRASH, event => { clearTimeout(timer); reject(event.payload.error) })
+      consumer.subscribe({ topic: spec.topic, fromBeginning: spec.start.type !== 'latest' })
+        .then(() => consumer.run({
+          autoCommit: false, // nothing to commit: keeps the group APIs needed to the minimum
+          eachMessage: async ({ partition, message }) => {
+            if (!spec.partitions.includes(partition)) return
+            got.push({
+              partition,
+              offset: Number(message.offset),
+              key: toB64(message.key),
+              value: toB64(message.value),
+              headers: fromHeaders(message.headers),
+              timestamp: Number(message.timestamp)
+            })
+            if (got.length >= spec.count) { clearTimeout(timer); resolve({ records: got }) }
+          }
+        }))
+        .then(() => { for (const position of startOffsets || []) consumer.seek({ topic: spec.topic, ...position }) })
+        .catch(error => { clearTimeout(timer); reject(error) })
+    })
+  } finally {
+    await consumer.disconnect()
+  }
+}
+
+const emit = (type, fields) => process.stdout.write(`EVENT ${JSON.stringify({ type, ...fields })}\n`)
+// Exits once everything written to stdout is out: a pipe may take a large write only in parts, and process.exit
+// would drop the rest.
+const exitAfterOutput = code => process.stdout.write('', () => process.exit(code))
+
+// A group member (see member.py for the protocol). kafkajs' rebalancing is eager and has no revoke callback: a
+// REBALANCING event means the member dropped its assignment to rejoin, and GROUP_JOIN carries the new one whole.
+async function member (spec) {
+  const consumer = client({ brokers: spec.bootstrap }, 'm', spec.client_id).consumer({
+    groupId: spec.group,
+    sessionTimeout: spec.session_timeout_ms,
+    heartbeatInterval: spec.heartbeat_interval_ms,
+    rebalanceTimeout: spec.rebalance_timeout_ms,
+    maxWaitTimeInMs: spec.fetch_wait_ms,
+    retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000, restartOnFailure: async () => false }
+  })
+  let assignment = []
+  const positions = new Map() // partition -> offset after the last record delivered
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    assignment = [...(payload.memberAssignment[spec.topic] || [])].sort((a, b) => a - b)
+    emit('assigned', { partitions: assignment, assignment })
+  })
+  consumer.on(consumer.events.REBALANCING, () => {
+    const dropped = assignment
+    assignment = []
+    emit('revoked', { partitions: dropped, assignment })
+  })
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    emit('error', { message: `${payload.error.name}: ${payload.error.message}` })
+    exitAfterOutput(1)
+  })
+  await consumer.connect()
+  await consumer.subscribe({ topic: spec.topic, fromBeginning: true })
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      const records = batch.messages.map(m =>
+        [batch.partition, Number(m.offset), m.value === null ? null : m.value.toString('utf8')])
+      if (records.length === 0) return
+      positions.set(batch.partition, records[records.length - 1][1] + 1)
+      emit('records', { records })
+    }
+  })
+  const commands = require('readline').createInterface({ input: process.stdin })
+  let closing = false
+  const close = async () => {
+    if (closing) return
+    closing = true
+    await consumer.disconnect() // LeaveGroup
+    emit('closed', {})
+    exitAfterOutput(0)
+  }
+  // Commands are carried out one at a time, in order, as member.py does.
+  let queue = Promise.resolve()
+  commands.on('line', line => {
+    if (!line.trim()) return
+    const command = JSON.parse(line)
+    queue = queue.then(async () => {
+      if (command.op === 'ping') emit('pong', {})
+      else if (command.op === 'close') await close()
+      else if (command.op === 'commit') {
+        const offsets = command.offsets
+          ? Object.entries(command.offsets).map(([p, o]) => [Number(p), o])
+          : [...positions].filter(([p]) => assignment.includes(p))
+        await consumer.commitOffsets(
+          offsets.map(([partition, offset]) => ({ topic: spec.topic, partition, offset: String(offset) })))
+        emit('committed', { offsets: Object.fromEntries(offsets.sort((a, b) => a[0] - b[0])) })
+      } else throw new Error(`unknown command ${line}`)
+    }).catch(error => { emit('error', { message: `${error.name}: ${error.message}` }); exitAfterOutput(1) })
+  })
+  commands.on('close', () => { queue = queue.then(close) })
+}
+
+const OPS = { produce, produce_many: produceMany, list_offsets: listOffsets, consume }
+
+async function main () {
+  if (process.argv[2] === '--member') {
+    try {
+      await member(JSON.parse(process.argv[3]))
+    } catch (error) {
+      emit('error', { message: `${error.name}: ${error.message}` })
+      exitAfterOutput(1)
+    }
+    return
+  }
+  const chunks = []
+  for await (const chunk of process.stdin) chunks.push(chunk)
+  const spec = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  try {
+    const result = await OPS[spec.op](spec)
+    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`)
+    exitAfterOutput(0)
+  } catch (error) {
+    const detail = { name: error.name, message: error.message, type: error.type, code: error.code, retriable: error.retriable }
+    process.stdout.write(`ERROR ${JSON.stringify(detail)}\n`)
+    exitAfterOutput(1)
+  }
+}
+
+main()

@@ -1,0 +1,98 @@
+"""kafkajs 2.2.4 on node, driven through kafkajs_client.js (one node process per call).
+
+kafkajs has no assign(): its consumers always join a consumer group, so consuming needs the group coordinator APIs,
+which a later issue brings: FindCoordinator v2, JoinGroup v5, SyncGroup v3, Heartbeat v3, OffsetFetch v4 and
+LeaveGroup v3 (kafkajs' highest versions; autoCommit is off, so no OffsetCommit). Without FindCoordinator in
+ApiVersions kafkajs sends no group request at all and fails with KafkaJSGroupCoordinatorNotFound. Producing and
+ListOffsets (through its admin client) need only Metadata, Produce and ListOffsets.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError
+
+SCRIPT = Path(__file__).with_name("kafkajs_client.js")
+
+
+def b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+def record_json(record) -> dict:
+    return {"key": b64(record.key), "value": b64(record.value), "partition": record.partition,
+            "headers": [[name, b64(value)] for name, value in record.headers], "timestamp": record.timestamp}
+
+
+class KafkajsClient(ClientAdapter):
+    name = "kafkajs"
+
+    def __init__(self, node: str, node_modules: Path):
+        self.node = node
+        self.node_modules = Path(node_modules)
+
+    def _call(self, spec: dict, timeout_s: float):
+        env = dict(os.environ, NODE_PATH=str(self.node_modules))
+        try:
+            done = subprocess.run([self.node, str(SCRIPT)], input=json.dumps(spec).encode(), capture_output=True,
+                                  timeout=timeout_s + 10, env=env, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise ClientError(f"kafkajs {spec['op']}: no answer within {timeout_s + 10} s; log: "
+                              f"{(exc.stderr or b'').decode(errors='replace')[-1500:]}") from None
+        lines = done.stdout.decode(errors="replace").splitlines()
+        log = done.stderr.decode(errors="replace")[-2000:]
+        for line in reversed(lines):
+            if line.startswith("RESULT ") and done.returncode == 0:
+                return json.loads(line[len("RESULT "):])
+            if line.startswith("ERROR "):
+                raise ClientError(f"kafkajs {spec['op']}: {line[len('ERROR '):]}\nkafkajs log:\n{log}")
+        raise ClientError(f"kafkajs {spec['op']}: exit {done.returncode} without a result\n{log}")
+
+    def member_command(self, spec):
+        return [self.node, str(SCRIPT), "--member", json.dumps(spec)], {"NODE_PATH": str(self.node_modules)}
+
+    def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
+        self._call({"op": "produce", "brokers": bootstrap, "topic": topic, "acks": acks,
+                    "codec": compression or "none", "records": [record_json(r) for r in records]}, timeout_s)
+        # kafkajs reports one base offset per partition, not one offset per record
+
+    def produce_concurrently(self, bootstrap, topic, batches):
+        # One node process holding one kafkajs client per batch: 20 node processes would only measure node startup.
+        self._call({"op": "produce_many", "brokers": bootstrap, "topic": topic, "acks": -1, "codec": "none",
+                    "batches": [[record_json(r) for r in batch] for batch in batches]}, 60)
+
+    def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
+                fetch_wait_ms=None):
+        result = self._call({"op": "consume", "brokers": bootstrap, "topic": topic, "count": count,
+                             "partitions": list(partitions), "start": _start_json(start),
+                             "timeout_ms": int(timeout_s * 1000), "fetch_wait_ms": fetch_wait_ms}, timeout_s)
+        return [Consumed(r["partition"], r["offset"], unb64(r["key"]), unb64(r["value"]),
+                         tuple((name, unb64(value)) for name, value in r["headers"]), r["timestamp"])
+                for r in result["records"]]
+
+    def list_offsets(self, bootstrap, topic, partition, timestamp):
+        result = self._call({"op": "list_offsets", "brokers": bootstrap, "topic": topic, "partition": partition,
+                             "timestamp": timestamp}, 30)
+        at = result["at"]
+        return result["earliest"], result["latest"], None if at is None or at < 0 else at
+
+
+def _start_json(start) -> dict:
+    if start == EARLIEST:
+        return {"type": "earliest"}
+    if start == LATEST:
+        return {"type": "latest"}
+    if isinstance(start, AtOffset):
+        return {"type": "offset", "value": start.offset}
+    if isinstance(start, AtTimestamp):
+        return {"type": "timestamp", "value": start.timestamp}
+    raise ValueError(f"unknown start {start!r}")
