@@ -99,7 +99,7 @@ class Report:
         self.verdicts: list[Verdict] = []
 
     def ratio(self, name: str, ratio: float | None, minimum: float) -> None:
-        figure = "n/a" if ratio is None else "%.2fx" % ratio
+        figure = "n/a" if ratio is None else "%.3fx" % ratio
         self.verdicts.append(Verdict(name, figure, ">= %.1fx" % minimum, None if ratio is None else ratio >= minimum))
 
     def at_most(self, name: str, value: float | None, limit: float, unit: str) -> None:

@@ -236,3 +236,10 @@ def received_all(members: Sequence[GroupMember], expected: Iterable[tuple[int, s
     """Whether the members together were handed every (partition, value) of `expected`."""
     got = {(p, v) for m in members for p, _, v in m.records}
     return set(expected) <= got
+
+
+def each_read_its_own(members: Sequence[GroupMember], expected: Iterable[tuple[int, str]]) -> bool:
+    """Whether each member was handed every (partition, value) of `expected` in the partitions it owns now (a
+    member that read a partition before a rebalance moved it does not count for the new owner)."""
+    expected = set(expected)
+    return all(received_all([m], {(p, v) for p, v in expected if p in m.assignment}) for m in members)

@@ -14,7 +14,7 @@ import pytest
 
 from . import clients
 from .broker_process import BrokerProcess
-from .groups import Members, split_among, received_all
+from .groups import Members, each_read_its_own, received_all, split_among
 from .records import MAX_MESSAGE_BYTES, Record
 
 PARTITIONS = frozenset(range(6))
@@ -275,7 +275,7 @@ def test_admin_lists_and_describes_groups_and_offsets(group_client, reference, g
     busy, idle = f"busy.{topic}", f"idle.{topic}"
     pair = [members.start(group_client, bootstrap, topic, busy, name) for name in ("busy-a", "busy-b")]
     members.wait_until(lambda: split_among(pair, PARTITIONS), "two members share the busy group's partitions")
-    members.wait_until(lambda: received_all(pair, expected(sent)), "the busy group reads every record")
+    members.wait_until(lambda: each_read_its_own(pair, expected(sent)), "each member reads its partitions")
     assert {p: o for member in pair for p, o in member.commit().items()} == {p: 10 for p in PARTITIONS}
     lone = members.start(group_client, bootstrap, topic, idle, "idle")
     members.wait_until(lambda: received_all([lone], expected(sent)), "the idle group's member reads every record")

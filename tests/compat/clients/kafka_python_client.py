@@ -113,6 +113,12 @@ class KafkaPythonClient(ClientAdapter):
 
         consumer = self.consumer(spec["bootstrap"], **_member_config(spec))
         consumer.subscribe([topic], listener=Listener())
+        # Works around a kafka-python 3.0.12 bug. A leader rejoins when the topic metadata it sees differs from the
+        # metadata it assigned with, and if a poll() times out while that rejoin is in flight, the finished join is
+        # never applied: no assignment, heartbeats stay off until the session expires. A member that joins before
+        # its first metadata response does exactly that; topics() fetches the metadata (after subscribe(), so that
+        # the consumer notes the subscribed topic's partitions) before the first poll() joins.
+        consumer.topics()
 
         def poll():
             for records in consumer.poll(timeout_ms=200).values():
