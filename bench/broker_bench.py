@@ -15,7 +15,8 @@ Sections and targets:
    the last acknowledgement, median of several passes. Target: compatbroker >= 0.7x the mock. compatbroker writes
    to the data dir's disk (no fsync, Kafka's default) where the mock keeps 5 MiB per partition in memory.
 2. consume: a backlog the mock can hold (it keeps 5 MiB per partition, so 4 MiB of records per partition, over
-   several topics) read from the beginning with assign(), median of several passes. Target: >= 1.0x the mock.
+   several topics), written in full batches so that both brokers hold the same batch layout, read from the
+   beginning with assign(), median of several passes. Target: >= 1.0x the mock.
 3. backlog: 64 KiB messages in one partition (256 MiB, 1 GiB with --full), consumed from the beginning, beside the
    loopback limit: an os.sendfile of the same partition's log files over TCP loopback to a reader that discards
    them. Target: >= 0.6x the loopback limit.
@@ -27,7 +28,8 @@ Each broker's CPU time (from /proc) and the load generator's are printed beside 
 wall time (100% = one core): a broker near 100% is the bottleneck; the client near 100% or more means the figure is
 the client's limit. The machine's cores are shared by the broker and the load generator; "kernel" is kernel
 threads (disk writeback, network softirq), partly working for them; "other" is every other process: figures taken
-while it is well above 0 are noisy.
+while it is well above 0 are noisy. Each timed run starts after a sync, so none pays for the writeback of data an
+earlier one wrote.
 """
 from __future__ import annotations
 
@@ -51,8 +53,8 @@ except ImportError:
     raise SystemExit("the broker benchmark drives confluent-kafka: /tmp/venv/bin/pip install confluent-kafka")
 from brokers import (BrokerError, BrokerProcess, CompatBroker, MockBroker, kernel_threads_seconds,  # noqa: E402
                      machine_busy_seconds)
-from loadgen import (LoadError, Run, consume_run, loopback_sendfile, make_producer, produce_run,  # noqa: E402
-                     watermarks)
+from loadgen import (FILL_CONFIG, LoadError, Run, consume_run, loopback_sendfile, make_producer,  # noqa: E402
+                     produce_run, watermarks)
 from profiling import profiled  # noqa: E402
 
 MiB = 1 << 20
@@ -164,6 +166,7 @@ class Peers:
     def measure(self, peer: BrokerProcess, what: str, work, *args, profile: bool = True) -> Measured | None:
         """A timed run with the CPU it cost; compatbroker's runs are profiled when asked for."""
         profile_dir = self.profile_dir if profile and peer.name == "compatbroker" else None
+        os.sync()  # start with no dirty pages: no run pays for the writeback of the data an earlier one wrote
         with profiled(peer.pid, profile_dir, what.replace(" ", "-")):
             return self.attempt(peer, what, measured, peer, work, *args)
 
@@ -259,7 +262,7 @@ def bench_consume(peers: Peers, plan: Plan, partitions: list[int], report: Repor
 def fill_backlog(peer: BrokerProcess, topic: str, partitions: list[int], payload: bytes, count: int) -> int:
     """Produce a backlog and check the broker kept all of it; returns the number of messages to read."""
     peer.ensure_topic(topic, len(partitions))
-    produce_run(peer.bootstrap, topic, partitions, payload, count, TIMEOUT_S)
+    produce_run(peer.bootstrap, topic, partitions, payload, count, TIMEOUT_S, **FILL_CONFIG)
     marks = watermarks(peer.bootstrap, topic, partitions)
     if any(low != 0 for low, _ in marks):
         raise LoadError("%s dropped part of %s (watermarks %s): the backlog is larger than it holds"

@@ -12,7 +12,8 @@ memory or time grows with a length field the sender forged rather than with the 
 - huge array counts, string lengths, bytes/records lengths and tagged-field sizes in tiny frames raise DecodeError
   at once, with peak memory (tracemalloc) in kilobytes;
 - an unknown API key or version raises UnsupportedVersionError carrying the api key, version and correlation id;
-- trailing bytes after a complete message are a DecodeError.
+- trailing bytes after a complete message are a DecodeError, except after a request frame, where the broker ignores
+  them as Apache Kafka does (librdkafka's all-topics Metadata v9+ request carries 3 stray bytes).
 """
 from __future__ import annotations
 
@@ -288,6 +289,9 @@ def test_unknown_version_is_unsupported_with_the_header_read(api_key):
 def test_trailing_bytes_are_a_decode_error(name, version):
     for target in targets(name, version, MESSAGES[name]()):
         for garbage in (b"\x00", b"\xff\xff\xff\xff", b"trailing"):
+            if target.label == "request frame":
+                assert target.decode(target.data + garbage) == target.decode(target.data), target.label
+                continue
             with pytest.raises(DecodeError) as info:
                 target.decode(target.data + garbage)
             assert not isinstance(info.value, UnsupportedVersionError), target.label
