@@ -33,7 +33,7 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from ..protocol.records.batch import (ATTRIBUTES_OFFSET, MAGIC_OFFSET, NO_TIMESTAMP, RECORDS_OFFSET, BatchHeader,
-                                      batch_crc, iter_batches, iter_records)
+                                      check_batch_fields, iter_batches, iter_records)
 from ..protocol.records.compression import DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError
@@ -128,19 +128,9 @@ def _check_batch(view: memoryview, header: BatchHeader, owned: bool, config: Log
 
 
 def _check_batch_level(view: memoryview, header: BatchHeader, check_crc: bool) -> None:
-    """`validate_batch` without its record-by-record walk: CRC, count, control compression (`iter_batches`
-    already checked magic and length)."""
-    if check_crc:
-        crc = batch_crc(view, header.size)
-        if crc != header.crc:
-            raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
-    if header.count < 0:
-        raise CorruptRecordError(f"negative record count {header.count}")
-    if header.count == 0 or header.last_offset_delta != header.count - 1:
-        raise RecordRuleError(f"record count {header.count} disagrees with last offset delta "
-                              f"{header.last_offset_delta}")
-    if header.is_control and header.compression != Compression.NONE:
-        raise RecordRuleError("control batches must not be compressed")
+    """`validate_batch` without its record-by-record walk (`iter_batches` already checked magic and length), plus a
+    cheap bound: the declared records must be able to fit in the bytes there are."""
+    check_batch_fields(view, header, check_crc=check_crc)
     if header.compression == Compression.NONE and header.count * _MIN_RECORD_SIZE > len(view) - RECORDS_OFFSET:
         raise RecordRuleError(f"{header.count} records cannot fit in {len(view) - RECORDS_OFFSET} bytes")
 

@@ -214,23 +214,30 @@ def validate_batch(buf, *, deep=False, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE):
     header = read_batch_header(view)
     if header.size != len(view):
         raise CorruptRecordError(f"batch length says {header.size} bytes, the buffer holds {len(view)}")
-    crc = batch_crc(view, header.size)
-    if crc != header.crc:
-        raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
+    check_batch_fields(view, header)
+    kind = header.compression
+    if kind == Compression.NONE:
+        _check_records(view[RECORDS_OFFSET:], header.count)
+    elif deep:
+        body = decompress(kind, view[RECORDS_OFFSET:], max_size=max_size)
+        _check_records(memoryview(body), header.count)
+    return header
+
+
+def check_batch_fields(view, header: BatchHeader, *, check_crc: bool = True) -> None:
+    """The batch-level checks of `validate_batch`, without walking the records: the CRC (unless the caller checks
+    it elsewhere), recordsCount at least 1 and agreeing with lastOffsetDelta, and no compressed control batch."""
+    if check_crc:
+        crc = batch_crc(view, header.size)
+        if crc != header.crc:
+            raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
     if header.count < 0:
         raise CorruptRecordError(f"negative record count {header.count}")
     if header.count == 0 or header.last_offset_delta != header.count - 1:
         raise InvalidRecordError(
             f"record count {header.count} disagrees with last offset delta {header.last_offset_delta}")
-    kind = header.compression
-    if kind == Compression.NONE:
-        _check_records(view[RECORDS_OFFSET:], header.count)
-    elif header.is_control:
+    if header.is_control and header.compression != Compression.NONE:
         raise InvalidRecordError("control batches must not be compressed")
-    elif deep:
-        body = decompress(kind, view[RECORDS_OFFSET:], max_size=max_size)
-        _check_records(memoryview(body), header.count)
-    return header
 
 
 def _skip_bytes(data, pos):
