@@ -171,6 +171,44 @@ async def test_large_frame_arriving_in_pieces_is_assembled(tmp_path):
         await client.close()
 
 
+async def test_large_frame_buffers_are_reused_only_after_their_handler_is_done(tmp_path):
+    """The reader keeps a spare buffer for large frames; a handler still holding its frame across an await must not
+    see it overwritten by the next pipelined frame, and frames read into the spare later hold their own bytes."""
+    release_first, second_done = asyncio.Event(), asyncio.Event()
+    received = []
+
+    async def produce(ctx, request):
+        records = request.topic_data[0].partition_data[0].records  # a view over the frame buffer
+        if ctx.header.correlation_id == 1:
+            await release_first.wait()
+        received.append((ctx.header.correlation_id, bytes(records)))
+        if ctx.header.correlation_id == 2:
+            second_done.set()
+        return ProduceResponse()
+
+    payloads = [os.urandom(size) for size in (5 * 65536, 4 * 65536, 3 * 65536, 5 * 65536 + 3)]
+    async with running_server(tmp_path, _registry(handler_module(PRODUCE, produce))) as (_, port):
+        client = await RawClient.connect(port)
+        for correlation_id, records in enumerate(payloads[:2], start=1):
+            await client.send(_produce(records), version=3, correlation_id=correlation_id)
+        await second_done.wait()  # the second handler finishes while the first still holds its frame
+        release_first.set()
+        for correlation_id in (1, 2):
+            header, _ = await client.read_response(PRODUCE, 3)
+            assert header.correlation_id == correlation_id
+        for correlation_id, records in enumerate(payloads[2:], start=3):  # into the spare buffer, one at a time
+            await client.send(_produce(records), version=3, correlation_id=correlation_id)
+            header, _ = await client.read_response(PRODUCE, 3)
+            assert header.correlation_id == correlation_id
+        await client.close()
+    assert sorted(received) == list(enumerate(payloads, start=1))
+
+
+def _produce(records: bytes) -> ProduceRequest:
+    return ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+
+
 # --- ApiVersions of an unknown version, and other unsupported requests ----------------------------------------------
 
 def _api_versions_v5_frame(correlation_id: int, client_id: bytes = b"kafka-python") -> bytes:
