@@ -53,8 +53,8 @@ except ImportError:
     raise SystemExit("the broker benchmark drives confluent-kafka: /tmp/venv/bin/pip install confluent-kafka")
 from brokers import (BrokerError, BrokerProcess, CompatBroker, MockBroker, kernel_threads_seconds,  # noqa: E402
                      machine_busy_seconds)
-from loadgen import (FILL_CONFIG, LoadError, Run, consume_run, loopback_sendfile, make_producer,  # noqa: E402
-                     produce_run, watermarks)
+from loadgen import (FILL_CONFIG, MOCK_FETCH_MAX_BYTES, LoadError, Run, consume_run,  # noqa: E402
+                     loopback_sendfile, make_producer, produce_run, watermarks)
 from profiling import profiled  # noqa: E402
 
 MiB = 1 << 20
@@ -229,6 +229,10 @@ def bench_produce(peers: Peers, plan: Plan, partitions: list[int], report: Repor
 
 # --- 2. consume ----------------------------------------------------------------------------------------------------
 
+def consume_small(bootstrap: str, assignment, expected: int, timeout_s: float) -> Run:
+    return consume_run(bootstrap, assignment, expected, timeout_s, fetch_max_bytes=MOCK_FETCH_MAX_BYTES)
+
+
 def bench_consume(peers: Peers, plan: Plan, partitions: list[int], report: Report) -> None:
     section("consume: a backlog the mock holds, %d topics x %d partitions x 4 MiB, median of %d passes"
             % (plan.consume_topics, len(partitions), plan.consume_passes))
@@ -248,7 +252,7 @@ def bench_consume(peers: Peers, plan: Plan, partitions: list[int], report: Repor
             for peer in list(peers.brokers):
                 if peer.name not in expected or runs[peer.name] is None:
                     continue
-                result = peers.measure(peer, "consume %d B" % size, consume_run, peer.bootstrap, assignment,
+                result = peers.measure(peer, "consume %d B" % size, consume_small, peer.bootstrap, assignment,
                                        expected[peer.name], TIMEOUT_S, profile=i == 0)
                 runs[peer.name] = None if result is None else runs[peer.name] + [result]
         figures = {name: median_run(found) for name, found in runs.items() if found}
