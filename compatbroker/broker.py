@@ -3,7 +3,8 @@
 It owns
 - the LogManager of the data directory (start-up, shutdown) and with it `meta.properties`, which keeps the cluster
   id (generated on first start) and the node id;
-- the topic registry: name, persistent topic id, partition count and whether Kafka treats it as internal;
+- the topic registry: name, persistent topic id, partition count and whether Kafka treats it as internal; topics
+  are created, grown (CreatePartitions) and deleted here, so that storage, long polls and committed offsets follow;
 - append notification: a Fetch long poll awaits `wait_for_append`, which Produce wakes through `notify_appended`;
 - the periodic storage work Kafka runs on its scheduler: time-based flushes, checkpoints, retention and compaction,
   each at its configured interval, with the blocking parts (fsync, cleaning) in executor threads;
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -23,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import topic_names
 from .config import BrokerConfig, Endpoint
 from .storage import Log, LogManager
 from .storage.checkpoints import PARTITION_METADATA, write_partition_metadata
@@ -33,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _BACKGROUND_STOP_GRACE_S = 2.0
 
 
@@ -60,6 +62,7 @@ class Broker:
         self.fetch_sessions: FetchSessionCache = FetchSessionCache(
             config.max_incremental_fetch_session_cache_slots)
         self.coordinator = None  # the group coordinator (compatbroker.coordinator), made when serving starts
+        self.producer_ids = None  # producer id allocation (compatbroker.producer_ids), made on first InitProducerId
         self._topics: dict[str, TopicInfo] = {}
         self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self._append_waiters: dict[tuple[str, int], set[asyncio.Future]] = {}
@@ -87,6 +90,8 @@ class Broker:
             (min(storage.log_flush_offset_checkpoint_interval_ms,
                  storage.log_flush_start_offset_checkpoint_interval_ms), self.checkpoint),
             (storage.log_retention_check_interval_ms, self.run_retention),
+            (self.config.producer_id_expiration_check_interval_ms, self.expire_producers),
+            (self.config.transaction_remove_expired_transaction_cleanup_interval_ms, self.expire_transactional_ids),
         ]
         if storage.log_cleaner_enable:
             jobs.append((storage.log_cleaner_backoff_ms, self.run_cleaner))
@@ -162,10 +167,60 @@ class Broker:
         if count < 1:
             raise ValueError(f"a topic needs at least one partition, got {count}")
         topic_id = self.logs.create_topic(name, count, now_ms=self.now_ms(), overrides=configs)
-        info = TopicInfo(name, topic_id, count, name in INTERNAL_TOPICS)
+        info = TopicInfo(name, topic_id, count, topic_names.is_internal(name))
         self._register(info)
         log.info("created topic %s with %d partition(s), id %s", name, count, topic_id)
         return info
+
+    def check_topic_configs(self, configs: dict) -> None:
+        """Raise storage's ConfigError unless `configs` are valid topic-level overrides (nothing is changed)."""
+        self.logs.default_config.with_overrides({name: str(value) for name, value in configs.items()})
+
+    def add_partitions(self, name: str, count: int) -> TopicInfo:
+        """Grow topic `name` to `count` partitions (CreatePartitions); the new ones start empty. TopicInfo is
+        frozen, so the registry gets a new one; Metadata reports the new count from then on."""
+        info = self._topics[name]
+        if count <= info.partitions:
+            raise ValueError(f"topic {name} has {info.partitions} partition(s): {count} would not be an increase")
+        now_ms = self.now_ms()
+        for partition in range(info.partitions, count):
+            self.logs.create_log(name, partition, now_ms=now_ms)
+        grown = dataclasses.replace(info, partitions=count)
+        self._register(grown)
+        log.info("topic %s grown from %d to %d partition(s)", name, info.partitions, count)
+        return grown
+
+    async def delete_topic(self, name: str) -> TopicInfo | None:
+        """Delete topic `name`; returns what it was, or None when there is no such topic.
+
+        Before the first await the topic leaves the registry (so Produce, Fetch and ListOffsets answer it as
+        unknown), its partition directories are renamed for deletion and removed, and the long polls waiting on it
+        wake up and answer. Then the checkpoints are rewritten without its partitions, and, as Kafka's group
+        coordinator does when partitions are deleted, every group's committed offsets of its partitions get
+        tombstones. A topic of the same name created later gets a new topic id and starts empty."""
+        info = self._topics.pop(name, None)
+        if info is None:
+            return None
+        self._topics_by_id.pop(info.topic_id, None)
+        self.logs.delete_topic(name)
+        for partition in range(info.partitions):
+            self.notify_appended(name, partition)  # a fetch waiting on a deleted partition answers now
+        log.info("deleted topic %s (id %s, %d partition(s))", name, info.topic_id, info.partitions)
+        await self.checkpoint()  # no recovery point of the old partitions may apply to a topic re-created later
+        await self._delete_committed_offsets(info)
+        return info
+
+    async def _delete_committed_offsets(self, info: TopicInfo) -> None:
+        coordinator = self.coordinator
+        if coordinator is None:  # a broker that is not serving (tests): no offsets are loaded to delete
+            return
+        partitions = [(info.name, partition) for partition in range(info.partitions)]
+        for group_id in sorted(coordinator.offsets.groups_with_offsets()):
+            try:  # only partitions the group has offsets for get a tombstone
+                await coordinator.offsets.delete_offsets(group_id, partitions)
+            except Exception as exc:  # noqa: BLE001 - the topic is gone either way; retention drops them later
+                log.warning("group %s: could not delete the committed offsets of deleted topic %s: %s",
+                            group_id, info.name, exc)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get_log(topic, partition)
@@ -184,7 +239,7 @@ class Broker:
             for partition in range(count):  # a lost partition directory comes back empty, as a gap would confuse
                 self.logs.create_log(topic, partition, now_ms=now_ms)  # every client
             topic_id = self.logs.topic_ids.get(topic) or self._assign_topic_id(topic, count)
-            self._register(TopicInfo(topic, topic_id, count, topic in INTERNAL_TOPICS))
+            self._register(TopicInfo(topic, topic_id, count, topic_names.is_internal(topic)))
 
     def _assign_topic_id(self, topic: str, partitions: int) -> uuid.UUID:
         """Give a topic found without `partition.metadata` files (data from a Kafka before 2.8) a topic id."""
@@ -253,6 +308,17 @@ class Broker:
     async def run_retention(self) -> int:
         """Delete expired segments (renames and unlinks only, on the loop); returns how many went."""
         return self.logs.run_retention(self.now_ms())
+
+    async def expire_producers(self) -> int:
+        """Forget producers idle for producer.id.expiration.ms in every partition; returns how many went."""
+        now_ms, expiration_ms = self.now_ms(), self.config.producer_id_expiration_ms
+        return sum(partition_log.expire_producers(now_ms, expiration_ms)
+                   for partition_log in list(self.logs.logs.values()))
+
+    async def expire_transactional_ids(self) -> int:
+        """Forget transactional ids unused for transactional.id.expiration.ms; returns how many went."""
+        from .producer_ids import producer_ids_of  # made on first use, like the coordinator
+        return len(await producer_ids_of(self).expire_transactional_ids(self.now_ms()))
 
     async def run_cleaner(self) -> int:
         """Compact the logs that need it: each pass is prepared in an executor and committed on the loop."""

@@ -160,6 +160,11 @@ _SETTINGS = (
     _Setting("offsets.retention.minutes", _parse_int, 10_080, 1),
     _Setting("offsets.retention.check.interval.ms", _parse_int, 600_000, 1),
     _Setting("offset.metadata.max.bytes", _parse_int, 4096, 0),
+    _Setting("producer.id.expiration.ms", _parse_int, 86_400_000, 1),
+    _Setting("producer.id.expiration.check.interval.ms", _parse_int, 600_000, 1),
+    _Setting("transactional.id.expiration.ms", _parse_int, 604_800_000, 1),
+    _Setting("transaction.max.timeout.ms", _parse_int, 900_000, 1),
+    _Setting("transaction.remove.expired.transaction.cleanup.interval.ms", _parse_int, 3_600_000, 1),
 )
 _SETTINGS_BY_NAME = {setting.name: setting for setting in _SETTINGS}
 
@@ -208,6 +213,11 @@ class BrokerConfig:
     offsets_retention_minutes: int
     offsets_retention_check_interval_ms: int
     offset_metadata_max_bytes: int
+    producer_id_expiration_ms: int
+    producer_id_expiration_check_interval_ms: int
+    transactional_id_expiration_ms: int
+    transaction_max_timeout_ms: int
+    transaction_remove_expired_transaction_cleanup_interval_ms: int
     data_dir: str
     storage: StorageConfig
     log_defaults: LogConfig

@@ -13,6 +13,7 @@ MAX_NAME_LENGTH = 249
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # KRaft's metadata log: no client may create a topic of this name
 INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 
 INVALID_TOPIC_EXCEPTION = 17  # Kafka's error code for a name that breaks these rules
@@ -27,17 +28,18 @@ class InvalidTopicName(ValueError):
 
 
 def invalid_reason(name: str | None) -> str | None:
-    """Why `name` is not a legal topic name, or None when it is."""
+    """Why `name` is not a legal topic name, or None when it is. The reasons are Kafka's, since clients show them
+    to users in CreateTopics error messages."""
     if name is None:
         return "a topic name is required"
     if not name:
-        return "the empty string is not a topic name"
+        return "the empty string is not allowed"
     if name in (".", ".."):
-        return f"{name!r} is not a topic name"
+        return f"'{name}' is not allowed"
     if len(name) > MAX_NAME_LENGTH:
-        return f"a topic name has at most {MAX_NAME_LENGTH} characters, {name[:20]!r}... has {len(name)}"
+        return f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
     if not _LEGAL.fullmatch(name):
-        return f"{name!r} holds characters other than ASCII letters, digits, '.', '_' and '-'"
+        return f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
     return None
 
 
@@ -49,7 +51,7 @@ def validate(name: str | None) -> None:
     """Raise InvalidTopicName unless `name` is legal."""
     reason = invalid_reason(name)
     if reason is not None:
-        raise InvalidTopicName(f"invalid topic name: {reason}")
+        raise InvalidTopicName(f"Topic name is invalid: {reason}")
 
 
 def is_internal(name: str | None) -> bool:

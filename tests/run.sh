@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the tests need, then runs them. The README's second command, and what CI runs (as root on a
 # fresh Debian machine). Each step is skipped when its result is already there, so repeated runs start at once.
-#   system packages: kcat and strace (tests/compat), node, npm and a compiler (kafkajs), python3-venv
+#   system packages: kcat and strace (tests/compat), node, npm and a compiler (kafkajs), python3-venv,
+#                    golang-go and Debian's sarama source (the Go client of tests/compat, built at test time),
+#                    a Java 17 runtime (PySpark, spark_tests/)
 #   node packages:   kafkajs and its codecs, in $COMPATBROKER_NODE_DIR (outside the checkout)
 #   python packages: the project with its test extra, in $COMPATBROKER_VENV (outside the checkout)
 set -euo pipefail
@@ -22,6 +24,9 @@ missing=()
 command -v python3 >/dev/null || missing+=(python3 python3-venv)
 command -v kcat >/dev/null || missing+=(kcat)
 command -v strace >/dev/null || missing+=(strace)
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)  # PySpark (spark_tests/) runs on a JVM
+command -v go >/dev/null || missing+=(golang-go)
+[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || missing+=(golang-github-shopify-sarama-dev)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 # kafkajs-lz4's lz4 module compiles a native addon when installed (node-gyp: make, g++)

@@ -11,7 +11,7 @@ Behaviour, as Kafka's:
 - Long polling: the answer is sent at once if `max_wait_ms` <= 0, if at least `min_bytes` are available, or if a
   partition hit an error or a diverging epoch; otherwise the handler waits (`broker.wait_for_append`, woken by
   appends, never polling) until `min_bytes` are there or `max_wait_ms` has passed, then reads again. Partitions of
-  unknown topics do not end the wait, as in Kafka.
+  unknown topics do not end the wait; a partition deleted during the wait (DeleteTopics) ends it, as in Kafka.
 - Per-partition answers: high watermark, last stable offset (v4+; the high watermark until transactions exist),
   log start offset (v5+), `aborted_transactions` (v4+: [] for read_committed, null for read_uncommitted),
   preferred read replica -1 (v11+). Errors: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+ topic ids),
@@ -165,8 +165,11 @@ async def _read_when_ready(broker, request, partitions: list[PartitionRequest], 
         # No await between the read above and this call: an append cannot slip in unnoticed.
         await broker.wait_for_append(watched, remaining)
         reads = _read_all(broker, partitions, limits)
-        if _end_offsets(broker, watched) == ends:
+        now = _end_offsets(broker, watched)
+        if now == ends:
             break  # woken with nothing appended: the time is up, or the broker is shutting down
+        if None in now:
+            break  # a watched partition was deleted: Kafka completes such a fetch at once
     return reads
 
 

@@ -21,10 +21,20 @@ Behaviour, as Kafka's:
 - A successful partition answers its base offset, `log_append_time_ms` (-1 unless the topic uses LogAppendTime,
   v2+) and `log_start_offset` (v5+); a failed one -1 for the base offset and append time, and for the log start
   offset -1 or the log's, as Kafka does for that error. Each append wakes fetchers long-polling the partition.
+- Idempotent producers (batches with a producer id): storage checks epochs and sequence numbers. A retry of one of
+  the producer's last five batches writes nothing and answers NONE with the offsets the batch got the first time
+  (and its append time on a LogAppendTime topic), so a retry never stores a batch twice. A stale epoch is
+  INVALID_PRODUCER_EPOCH, a gap or step back in the sequence OUT_OF_ORDER_SEQUENCE_NUMBER (storage's
+  UNKNOWN_PRODUCER_ID and INVALID_TXN_STATE pass through likewise); these answer the log's start offset and no
+  message. A producer the partition has no state for may start at any sequence, as in Kafka since 2.5.
+- A transactional batch is refused with INVALID_TXN_STATE (no log start offset; v8+ say why in `error_message`),
+  which is Kafka's answer when the partition was not added to the producer's transaction: this broker runs no
+  transactions (AddPartitionsToTxn is not served), so no partition ever is. Storing the batch instead would leave
+  a transaction that no commit or abort marker ever closes, holding back the last stable offset for good.
 
-Deviations: `timeout_ms` is not used (there are no replicas to wait for). Idempotent and transactional checks
-(sequence numbers, producer epochs, `transactional_id`) belong to a later issue: such batches are stored with their
-producer fields as they are.
+Deviations: `timeout_ms` is not used (there are no replicas to wait for). `transactional_id` is not checked
+against the batches (Kafka only uses it for authorization and transaction verification). A retried batch on a
+CreateTime topic answers `log_append_time_ms` -1, where Kafka answers the batch's largest timestamp.
 """
 from __future__ import annotations
 
@@ -37,7 +47,7 @@ from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ProduceResponse
 from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CREATE_TIME, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC,
-                                      MAGIC_OFFSET, NO_TIMESTAMP, iter_batches, iter_records)
+                                      MAGIC_OFFSET, NO_TIMESTAMP, TRANSACTIONAL_MASK, iter_batches, iter_records)
 from ..protocol.records.compression import CODEC_MASK, DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
@@ -54,6 +64,8 @@ ADMIN_CLIENT_ID = "__admin_client"  # the one client id Kafka lets write to inte
 _MIN_BATCH_LENGTH = 14  # Kafka refuses a batch whose length field is below the smallest legacy message
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
+# Why a transactional batch is refused (Kafka: the partition was not added to the transaction).
+NOT_IN_TRANSACTION = "the partition is not part of an ongoing transaction: this broker does not run transactions"
 
 # Errors for which Kafka reports log start offset -1 rather than the log's.
 _WITHOUT_LOG_START = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.MESSAGE_TOO_LARGE,
@@ -117,6 +129,10 @@ def _produce_partition(ctx: RequestContext, request, name: str | None, partition
         problem = _check_single_batch(records, version)
         if problem is not None:
             return _error(index, problem), None
+    if _is_transactional(records):  # checked before acks, as Kafka verifies transactions before appending
+        response = _error(index, ErrorCode.INVALID_TXN_STATE)
+        response.error_message = NOT_IN_TRANSACTION
+        return response, None
     if request.acks not in (-1, 0, 1):
         return _error(index, ErrorCode.INVALID_REQUIRED_ACKS), None
     if topic_names.is_internal(name) and ctx.client_id != ADMIN_CLIENT_ID:
@@ -135,7 +151,8 @@ def _append(ctx: RequestContext, log_, records, index: int, now_ms: int):
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR), None
     if result.base_offset < 0:  # an empty payload appends nothing; Kafka reports no offsets at all
         return _error(index, ErrorCode.NONE), None
-    broker.notify_appended(log_.topic, index)
+    if not result.duplicate:  # a retried batch already in the log wrote nothing: no fetcher to wake
+        broker.notify_appended(log_.topic, index)
     return PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
                              log_append_time_ms=result.log_append_time_ms,
                              log_start_offset=result.log_start_offset), (log_, result.flush_needed)
@@ -185,6 +202,13 @@ def _check_single_batch(records, version: int) -> ErrorCode | None:
     if isinstance(following, ErrorCode):
         return following
     return None if following is None else ErrorCode.INVALID_RECORD
+
+
+def _is_transactional(records) -> bool:
+    """Is the payload's (first) batch transactional? Only magic 2 batches can be; v3+ payloads hold one batch."""
+    view = memoryview(records).cast("B")
+    return (len(view) >= ATTRIBUTES_OFFSET + 2 and view[MAGIC_OFFSET] == MAGIC
+            and bool(_INT16.unpack_from(view, ATTRIBUTES_OFFSET)[0] & TRANSACTIONAL_MASK))
 
 
 def _batch_length(view: memoryview, position: int) -> int | ErrorCode | None:

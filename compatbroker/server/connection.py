@@ -14,6 +14,10 @@ newer version than ours, which gets Kafka's v0-format UNSUPPORTED_VERSION answer
 version we know. A malformed request or a failing handler is logged and closes the connection; the responses queued
 before it still go out.
 
+Fault injection (tests of clients) hooks in at dispatch: when the server's `FaultInjector` is active, it logs the
+request and may delay it, answer it with an injected error in Kafka's shape for that API (`error_responses`), or
+close the connection instead of answering. When it is not active this costs one attribute check per request.
+
 Responses are written as `encode_response_chunks` gives them: bytes with `sock_sendall`, file regions (record
 bytes in segment files) with `os.sendfile` straight from the file to the socket, so record bytes never pass
 through Python. When a response holds file regions, TCP_CORK holds back partial packets until it is complete.
@@ -27,6 +31,8 @@ import socket
 import struct
 
 from ..config import format_host_port
+from ..error_responses import error_response
+from ..faults import FaultInjector
 from ..handlers import RequestContext
 from ..handlers.api_versions import unsupported_version_response
 from ..protocol import (API_KEYS, DecodeError, FileRegion, UnsupportedVersionError, decode_request,
@@ -62,8 +68,10 @@ class FrameTooLarge(Exception):
 
 
 class Connection:
-    def __init__(self, sock: socket.socket, broker, handlers, *, listener_host: str, listener_port: int):
+    def __init__(self, sock: socket.socket, broker, handlers, *, listener_host: str, listener_port: int,
+                 injector: FaultInjector | None = None):
         self._loop = asyncio.get_running_loop()
+        self._injector = injector if injector is not None else FaultInjector()
         self._sock = sock
         self._broker = broker
         self._handlers = handlers
@@ -233,12 +241,18 @@ class Connection:
             return self._unsupported(header, frame)
         ctx = RequestContext(self._broker, header, peer=self.peer, listener_host=self._listener_host,
                              listener_port=self._listener_port, handlers=self._handlers)
+        if self._injector.active:
+            fault = self._injector.on_request(header, body, self.peer, self._broker.topic_by_id)
+            if fault is not None:
+                return self._start_faulty(fault, module, ctx, body)
         task = self._loop.create_task(self._run_handler(module, ctx, body))
         self._handler_tasks.add(task)
         task.add_done_callback(self._handler_tasks.discard)
         return task
 
     def _unsupported(self, header, frame):
+        if self._injector.active:
+            self._injector.on_unserved(header, self.peer)
         api_key, version = header.request_api_key, header.request_api_version
         api_versions = self._handlers.get(API_VERSIONS_KEY)
         if api_key == API_VERSIONS_KEY and api_versions is not None and version > api_versions.MAX_VERSION:
@@ -262,6 +276,28 @@ class Connection:
             log.exception("closing connection from %s: %s version %d from client %r failed", self.peer,
                           _api_name(module.API_KEY), ctx.api_version, ctx.client_id)
             return CLOSE
+
+    def _start_faulty(self, fault, module, ctx: RequestContext, body):
+        """The queue entry of a request the injector chose a fault for."""
+        if fault.drop:
+            log.info("closing connection from %s instead of answering %s (fault injection)", self.peer,
+                     _api_name(module.API_KEY))
+            return CLOSE
+        task = self._loop.create_task(self._run_faulty(fault, module, ctx, body))
+        self._handler_tasks.add(task)
+        task.add_done_callback(self._handler_tasks.discard)
+        return task
+
+    async def _run_faulty(self, fault, module, ctx: RequestContext, body):
+        """Wait the injected delay, then serve the request, or answer it with the injected error as Kafka would."""
+        if fault.delay_s:
+            await asyncio.sleep(fault.delay_s)
+        if fault.error is None:
+            return await self._run_handler(module, ctx, body)
+        response = error_response(module.API_KEY, ctx.api_version, body, fault.error)
+        if response is None:  # Produce acks=0: Kafka closes the connection so that the producer notices
+            return CLOSE
+        return encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)
 
     # --- writing --------------------------------------------------------------------------------------------------
 

@@ -3,16 +3,22 @@
 `bind()` opens the listening sockets (so a port in use is reported before anything else happens) and tells the
 broker each listener's bound port; `start_accepting()` starts serving; `stop()` stops accepting, lets every
 connection answer the requests it has already read (long polls are woken), then closes what is left.
+
+For tests of clients, `go_down()` makes the broker vanish from the network as a crashed one would (listeners closed,
+every connection cut, nothing answered) while the broker itself keeps its state, and `come_up()` listens again on
+the same ports. The server's `FaultInjector` (see `compatbroker.faults`) is shared by all its connections.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 import socket
 from collections.abc import Mapping
 from types import ModuleType
 
+from ..faults import FaultInjector
 from ..handlers import default_registry
 from .connection import Connection
 from .listeners import BoundListener, bind_listener
@@ -25,12 +31,15 @@ _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
 class Server:
-    def __init__(self, broker, handlers: Mapping[int, ModuleType] | None = None):
+    def __init__(self, broker, handlers: Mapping[int, ModuleType] | None = None,
+                 injector: FaultInjector | None = None):
         self.broker = broker
         self.handlers = handlers if handlers is not None else default_registry()
+        self.injector = injector if injector is not None else FaultInjector()
         self.listeners: list[BoundListener] = []
         self._connections: dict[Connection, asyncio.Task] = {}
         self._accepting = False
+        self.is_down = False
 
     def bind(self) -> list[BoundListener]:
         """Bind every configured listener (ListenError on failure, with nothing left open)."""
@@ -84,6 +93,37 @@ class Server:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    # --- down and up (fault injection) ----------------------------------------------------------------------------
+
+    async def go_down(self) -> None:
+        """Vanish from the network: close the listeners (connecting is refused) and cut every connection at once,
+        answering nothing more. The broker keeps running; `come_up()` returns."""
+        if self.is_down:
+            return
+        self.is_down = True
+        self.close_listeners()
+        tasks = list(self._connections.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        log.info("down: listeners closed, %d connection(s) cut", len(tasks))
+
+    def come_up(self) -> None:
+        """Listen again on the ports used before `go_down()` (ListenError when one is taken meanwhile)."""
+        if not self.is_down:
+            return
+        previous, self.listeners = self.listeners, []
+        try:
+            for bound in previous:  # the same port, even when the configuration said 0
+                self.listeners.append(bind_listener(dataclasses.replace(bound.endpoint, port=bound.port)))
+        except BaseException:
+            self.close_listeners()
+            self.listeners = previous
+            raise
+        self.is_down = False
+        self.start_accepting()
+        log.info("up again on %s", ", ".join(bound.display() for bound in self.listeners))
+
     # --- accepting ------------------------------------------------------------------------------------------------
 
     def _accept(self, listening: socket.socket, bound: BoundListener) -> None:
@@ -118,7 +158,8 @@ class Server:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # responses are whole frames: send now
             # A wildcard listener advertises the address the client reached, which the client can route to.
             host = sock.getsockname()[0] if bound.is_wildcard else bound.endpoint.host
-            connection = Connection(sock, self.broker, self.handlers, listener_host=host, listener_port=bound.port)
+            connection = Connection(sock, self.broker, self.handlers, listener_host=host, listener_port=bound.port,
+                                    injector=self.injector)
         except OSError as exc:
             log.debug("dropping a new connection on %s: %s", bound.display(), exc)
             sock.close()

@@ -1,17 +1,23 @@
-"""Partition logs in Kafka's on-disk format: segments, indexes, checkpoints, recovery, retention, compaction.
+"""Partition logs in Kafka's on-disk format: segments, indexes, checkpoints, recovery, retention, compaction, and
+the producer state of idempotent and transactional producers with its snapshot files.
 
-Entry points: `LogManager` (a data directory), `Log` (one partition), `LogConfig` (topic-level settings), and the
-`StorageError` subclasses, which carry Kafka error codes.
+Entry points: `LogManager` (a data directory), `Log` (one partition), `LogConfig` (topic-level settings),
+`ProducerStateManager` (a partition's producers, as `Log.producer_state`), and the `StorageError` subclasses, which
+carry Kafka error codes.
 """
-from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, LogDirError,
-                     MessageTooLargeError, OffsetOutOfRangeError, PolicyViolationError, RecordListTooLargeError,
-                     StorageError, UnsupportedCompressionTypeError)
+from .errors import (CorruptMessageError, CorruptSnapshotError, InvalidProducerEpochError, InvalidRecordError,
+                     InvalidTimestampError, InvalidTxnStateError, LogDirError, MessageTooLargeError,
+                     OffsetOutOfRangeError, OutOfOrderSequenceError, PolicyViolationError, RecordListTooLargeError,
+                     StorageError, UnknownProducerIdError, UnsupportedCompressionTypeError)
 from .log import AppendResult, Log, ReadResult
 from .log_config import ConfigError, LogConfig, StorageConfig
 from .log_manager import LogManager
+from .producer_state import ProducerStateEntry, ProducerStateManager
 
 __all__ = [
-    "AppendResult", "ConfigError", "CorruptMessageError", "InvalidRecordError", "InvalidTimestampError", "Log",
-    "LogConfig", "LogDirError", "LogManager", "MessageTooLargeError", "OffsetOutOfRangeError", "PolicyViolationError",
-    "ReadResult", "RecordListTooLargeError", "StorageConfig", "StorageError", "UnsupportedCompressionTypeError",
+    "AppendResult", "ConfigError", "CorruptMessageError", "CorruptSnapshotError", "InvalidProducerEpochError",
+    "InvalidRecordError", "InvalidTimestampError", "InvalidTxnStateError", "Log", "LogConfig", "LogDirError",
+    "LogManager", "MessageTooLargeError", "OffsetOutOfRangeError", "OutOfOrderSequenceError", "PolicyViolationError",
+    "ProducerStateEntry", "ProducerStateManager", "ReadResult", "RecordListTooLargeError", "StorageConfig",
+    "StorageError", "UnknownProducerIdError", "UnsupportedCompressionTypeError",
 ]

@@ -49,3 +49,33 @@ class LogDirError(StorageError):
     """The data directory is unusable or belongs to another cluster; Kafka answers KAFKA_STORAGE_ERROR."""
 
     error_code = 56
+
+
+class OutOfOrderSequenceError(StorageError):
+    """An idempotent producer's batch does not follow the last sequence the partition holds for it (a gap, a new
+    epoch that does not start at 0, or a retry too old to be among the batches still remembered)."""
+
+    error_code = 45
+
+
+class InvalidProducerEpochError(StorageError):
+    """A batch carries an epoch older than the producer's current one: a zombie of a fenced producer."""
+
+    error_code = 47
+
+
+class InvalidTxnStateError(StorageError):
+    """A non-transactional batch from a producer whose transaction on this partition is still open."""
+
+    error_code = 48
+
+
+class UnknownProducerIdError(StorageError):
+    """The partition holds no state for the producer (never seen, or expired) and the batch does not start a
+    sequence at 0, so a gap cannot be ruled out."""
+
+    error_code = 59
+
+
+class CorruptSnapshotError(StorageError):
+    """A producer snapshot file fails its checks; the loader deletes it and falls back to an older one."""

@@ -19,6 +19,13 @@ The defaults never flush for messages or time: the page cache and recovery take 
 CRC overlap: given an executor (`LogManager` passes its own), a large uncompressed-path append checks its CRC-32C in
 the executor while `pwritev` copies the bytes, both outside the GIL; a mismatch cuts the file back to its old size,
 so the rejected append leaves the log exactly as it was.
+
+Producer state (`producer_state`): batches with a producer id are checked against it before anything is written
+(see `producer_state` for Kafka's rules); a retry of a remembered batch writes nothing and answers the original
+offsets with `duplicate=True`. Snapshots of it are written at every roll (at the new segment's base offset, fsynced
+by the next flush) and at close (at the log end offset); opening, and truncation, load the newest snapshot at or
+below the log end offset and replay the batch headers after it. Snapshots below the log start offset are deleted,
+and at most one per segment plus the newest are kept.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ import bisect
 import os
 import struct
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -33,11 +41,12 @@ from typing import NamedTuple
 from ..protocol.records.batch import set_log_append_time, stamp_batch
 from ..protocol.wire import FileRegion
 from .checkpoints import fsync_directory
-from .errors import OffsetOutOfRangeError, PolicyViolationError
+from .errors import OffsetOutOfRangeError, PolicyViolationError, StorageError
 from .index_file import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
 from .log_config import LogConfig
-from .recovery import recover_segment, recover_segments
+from .producer_state import BatchMetadata, ProducerBatch, ProducerStateManager, producer_batch
+from .recovery import iter_batch_headers, recover_segment, recover_segments
 from .segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
                       AppendBatch, LogSegment, segment_path)
 from .time_index import TimestampOffset
@@ -57,6 +66,7 @@ class AppendResult(NamedTuple):
     log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     flush_needed: bool = False  # flush.messages reached: run flush() before acknowledging
+    duplicate: bool = False  # a producer's retry of a batch already in the log: nothing was written
 
 
 class ReadResult(NamedTuple):
@@ -120,6 +130,7 @@ class Log:
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
         self.epochs = LeaderEpochCache(directory)
+        self.producer_state = ProducerStateManager(directory)
         self.crc_executor = crc_executor
         self._flush = _FlushState(last_flush_ms=now_ms)
         self._flush_lock = threading.Lock()  # one flush at a time (they run in executor threads)
@@ -147,6 +158,7 @@ class Log:
         if not clean_shutdown and log.recovery_point < log_end_offset:
             log.flush()  # what recovery kept is now durable: it will not be scanned again
         log.epochs.truncate_from_end(log_end_offset)
+        log._rebuild_producer_state(clean_shutdown=clean_shutdown)
         return log
 
     # --- offsets --------------------------------------------------------------------------------------------------
@@ -191,7 +203,7 @@ class Log:
             return AppendResult(-1, -1, -1, self.log_start_offset)
         crc_check = _CrcCheck(self.crc_executor, checked) if defer_crc else None
         try:
-            return self._append_checked(checked, crc_check, leader_epoch, now_ms)
+            return self._append_checked(checked, crc_check, leader_epoch, now_ms, origin)
         except BaseException:
             if crc_check is not None:
                 crc_check.settle()  # the worker must be done with the caller's buffer before append returns
@@ -204,12 +216,17 @@ class Log:
                 and not self.config.log_append_time and not self.config.compact)
 
     def _append_checked(self, checked: list[CheckedBatch], crc_check: _CrcCheck | None, leader_epoch: int,
-                        now_ms: int) -> AppendResult:
+                        now_ms: int, origin: str) -> AppendResult:
         append_time = now_ms if self.config.log_append_time else -1
         base_offset = self.log_end_offset
+        verify = None if crc_check is None else crc_check.result
+        producer_batches = _producer_batches(checked, base_offset, append_time)
+        if producer_batches:
+            duplicate = self._check_producers(producer_batches, origin, verify)
+            if duplicate is not None:
+                return self._duplicate_result(duplicate)
         buffers, batches = _stamp_batches(checked, base_offset, leader_epoch, append_time)
         last_offset = batches[-1].last_offset
-        verify = None if crc_check is None else crc_check.result
         if self._should_roll(sum(b.size for b in batches), last_offset, max(b.max_timestamp for b in batches),
                              now_ms):
             if verify is not None:
@@ -217,9 +234,34 @@ class Log:
                 verify = None
             self.roll(now_ms)
         self.active_segment.append(buffers, batches, verify=verify)
+        if producer_batches:
+            self.producer_state.update(producer_batches)
         self.epochs.assign(leader_epoch, base_offset)
         flush_needed = self.log_end_offset - self.recovery_point >= self.config.flush_messages
         return AppendResult(base_offset, last_offset, append_time, self.log_start_offset, flush_needed)
+
+    def _check_producers(self, batches: list[ProducerBatch], origin: str, verify) -> BatchMetadata | None:
+        """The producer state's verdict on an append (see `ProducerStateManager.check_append`). A deferred CRC
+        check is settled first when the verdict stops the write: Kafka checks CRCs before producer state, so a
+        corrupt payload must report CORRUPT_MESSAGE, not a sequence error or a duplicate."""
+        try:
+            duplicate = self.producer_state.check_append(batches, origin)
+        except StorageError:
+            if verify is not None:
+                verify()
+            raise
+        if duplicate is not None and verify is not None:
+            verify()
+        return duplicate
+
+    def _duplicate_result(self, duplicate: BatchMetadata) -> AppendResult:
+        """The answer to a retried batch: its original offsets, and a flush if the original still waits for one
+        that flush.messages asked for (the retry must not be acknowledged before the original would be)."""
+        append_time = duplicate.timestamp if self.config.log_append_time else -1
+        flush_needed = (duplicate.last_offset >= self.recovery_point
+                        and self.log_end_offset - self.recovery_point >= self.config.flush_messages)
+        return AppendResult(duplicate.first_offset, duplicate.last_offset, append_time, self.log_start_offset,
+                            flush_needed, duplicate=True)
 
     def _should_roll(self, append_bytes: int, last_offset: int, max_timestamp: int, now_ms: int) -> bool:
         active = self.active_segment
@@ -240,29 +282,33 @@ class Log:
         self._set_segments(self._segments + (new,))
         with self._offsets_lock:
             self._flush.rolled_up_to = new.base_offset
+        # The state covers exactly the offsets below the new segment: a recovery of it can start here.
+        self.producer_state.take_snapshot(new.base_offset, sync=False)
+        self.producer_state.remove_stray_snapshots(self._bases)
         return new
 
     # --- flush ----------------------------------------------------------------------------------------------------
 
     def flush(self, *, now_ms: int | None = None, up_to: int | None = None) -> None:
         """Make every offset below `up_to` (default: the log end offset at the call) durable: fsync the segments
-        that may hold bytes between the recovery point and there (and the directory when one of them is new since
-        the last flush), then move the recovery point.
+        that may hold bytes between the recovery point and there, and the producer snapshots written by rolls
+        (and the directory when one of those files is new since the last flush), then move the recovery point.
 
         Runs in an executor thread while the loop appends: flushes take turns, one that finds its offsets already
         durable returns without an fsync, and one that overlapped a truncation leaves the recovery point alone."""
         target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
         with self._flush_lock:
             start, truncations = self.recovery_point, self._flush.truncations
+            new_files = self.producer_state.sync_snapshots()  # those of the rolls since the last flush
+            segments = _segments_holding(self._segments, start, target) if target > start else []
+            for segment in segments:
+                segment.flush()
+            if new_files or any(segment.base_offset >= start for segment in segments):
+                try:
+                    fsync_directory(self.directory)  # a file created since: its name must survive a crash
+                except FileNotFoundError:
+                    return  # the partition was deleted meanwhile
             if target > start:
-                segments = _segments_holding(self._segments, start, target)
-                for segment in segments:
-                    segment.flush()
-                if any(segment.base_offset >= start for segment in segments):
-                    try:
-                        fsync_directory(self.directory)  # a segment created since: its name must survive a crash
-                    except FileNotFoundError:
-                        return  # the partition was deleted meanwhile
                 with self._offsets_lock:
                     if truncations == self._flush.truncations:
                         self.recovery_point = max(self.recovery_point, target)
@@ -382,6 +428,7 @@ class Log:
         self._after_truncation()
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.epochs.truncate_from_end(self.log_end_offset)
+        self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int) -> None:
         """Drop every segment and continue with an empty log at `offset`."""
@@ -392,6 +439,8 @@ class Log:
         self.log_start_offset = offset
         self._after_truncation(recovery_point=offset)
         self.epochs.truncate_from_end(offset)
+        self.producer_state.clear()
+        self.producer_state.delete_all_snapshots()
 
     def _after_truncation(self, recovery_point: int | None = None) -> None:
         """Pull the recovery point and the roll bookkeeping back to the new log end, and make a flush that is
@@ -420,9 +469,12 @@ class Log:
         return self.log_start_offset
 
     def advance_log_start_offset(self, offset: int) -> None:
+        """Move the log start offset up. Producer snapshots below it go; producer state stays (Kafka keeps a
+        producer until `producer.id.expiration.ms`, even when its batches are gone: see `expire_producers`)."""
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self.epochs.truncate_from_start(offset)
+            self.producer_state.delete_snapshots_below(offset)
 
     def delete_segments_below_start(self, now_ms: int) -> int:
         """Delete the segments whose successor starts at or below the log start offset. When the log start offset
@@ -473,16 +525,40 @@ class Log:
             self._flush.pending_deletes.append(_PendingDelete(now_ms + self.config.file_delete_delay_ms, segment))
         self.remove_deleted_segments(now_ms)
 
+    # --- producer state -------------------------------------------------------------------------------------------
+
+    def expire_producers(self, now_ms: int, producer_id_expiration_ms: int) -> int:
+        """Forget the producers idle for `producer.id.expiration.ms` (none with an open transaction); returns how
+        many went. The broker calls it every `producer.id.expiration.check.interval.ms`."""
+        return self.producer_state.remove_expired(now_ms, producer_id_expiration_ms)
+
+    def _rebuild_producer_state(self, *, clean_shutdown: bool = False) -> None:
+        """Load the newest usable snapshot at or below the log end offset and replay the batch headers after it,
+        then snapshot the result. Without any snapshot after a clean shutdown the log is not read at all: as in
+        Kafka, such a log was written by a broker that kept no producer state, and scanning it could take long."""
+        state = self.producer_state
+        end = self.log_end_offset
+        loaded = state.load(self.log_start_offset, end)
+        if loaded is not None or not clean_shutdown:
+            state.update(_replayed_batches(self._segments, self.log_start_offset if loaded is None else loaded))
+        state.take_snapshot(end, sync=True)
+        state.remove_stray_snapshots(self._bases)
+
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
 
     def close(self) -> None:
-        """Flush nothing (the caller decides), seal the indexes and close every file."""
+        """Flush nothing (the caller decides), snapshot the producer state at the log end offset (so the next open
+        need not read the log), seal the indexes and close every file."""
         for pending in self._flush.pending_deletes:
             pending.segment.delete_files()
         self._flush.pending_deletes = []
+        try:
+            self.producer_state.take_snapshot(self.log_end_offset, sync=True)
+        except FileNotFoundError:
+            pass  # the partition directory was deleted: there is nothing left to restore
         for segment in self._segments:
             segment.close()
 
@@ -515,6 +591,43 @@ def _stamp_batches(checked: list[CheckedBatch], base_offset: int, leader_epoch: 
         batches.append(AppendBatch(header.size, last_offset, max_timestamp))
         next_offset = last_offset + 1
     return buffers, batches
+
+
+def _producer_batches(checked: list[CheckedBatch], base_offset: int, append_time: int) -> list[ProducerBatch]:
+    """The batches of an append that carry a producer id, with the offsets they will get: a header read per batch
+    (control batches, written by the coordinator only, also have their one record read)."""
+    found = []
+    first_offset = base_offset
+    for batch in checked:
+        header = batch.header
+        if header.producer_id >= 0:
+            timestamp = header.max_timestamp if append_time < 0 else append_time
+            produced = producer_batch(header, first_offset, timestamp, batch.view)
+            if produced is not None:
+                found.append(produced)
+        first_offset += header.last_offset_delta + 1
+    return found
+
+
+def _replayed_batches(segments: tuple[LogSegment, ...], start: int) -> Iterator[ProducerBatch]:
+    """The batches with a producer id from offset `start` to the log end, read from their headers."""
+    for segment in segments:
+        if segment.next_offset <= start:
+            continue
+        position = 0
+        if start > segment.base_offset:
+            holding = segment.translate_offset(start)
+            if holding is None:
+                continue
+            position = holding.position
+        fd = segment.file.fd
+        for batch_position, header in iter_batch_headers(fd, position, segment.size):
+            if header.producer_id < 0 or header.last_offset < start:
+                continue
+            raw = os.pread(fd, header.size, batch_position) if header.is_control else None
+            produced = producer_batch(header, header.base_offset, header.max_timestamp, raw)
+            if produced is not None:
+                yield produced
 
 
 def _stamped(view: memoryview, writable: bool, base_offset: int, leader_epoch: int) -> list:

@@ -12,6 +12,13 @@ settings keep Kafka's fallbacks: `log.roll.ms` before `log.roll.hours`, `log.ret
 `log.retention.minutes` before `log.retention.hours`, `log.flush.interval.ms` before
 `log.flush.scheduler.interval.ms`.
 
+Topic-level names are those of Kafka's catalogue (`compatbroker.config_catalog.TOPIC_CONFIGS`). Every override is
+checked against the catalogue's type, range and allowed values, as Kafka does; the settings storage models become
+fields of LogConfig, the others (replication throttles, tiered storage, compression levels, ...) are only checked
+and stay in the topic's override map, where DescribeConfigs finds them. A name Kafka does not know is a ConfigError.
+As in Kafka, `min.compaction.lag.ms` may not exceed `max.compaction.lag.ms`, and `remote.storage.enable=true` is
+refused since this broker has no tiered storage.
+
 Deviation: Kafka 4 refuses `segment.bytes` below 1 MiB; we accept any size of at least one batch header so tests can
 roll segments cheaply.
 """
@@ -21,6 +28,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..config_catalog import TOPIC_CONFIGS, parse_value
 
 LONG_MAX = 2**63 - 1
 """Java's Long.MAX_VALUE: Kafka's "never" for the flush and compaction-lag settings."""
@@ -168,22 +177,12 @@ class LogConfig:
         for setting in _SETTINGS:
             if setting.broker_name in broker:
                 values[setting.field] = _parse(setting, broker[setting.broker_name])
-        for name, value in (topic_overrides or {}).items():
-            setting = SETTINGS_BY_NAME.get(name)
-            if setting is None:
-                raise ConfigError(f"unknown topic config {name!r}")
-            values[setting.field] = _parse(setting, value)
-        return cls(**values)
+        values.update(_topic_changes(topic_overrides or {}))
+        return _checked(cls(**values))
 
     def with_overrides(self, topic_overrides: Mapping[str, Any]) -> LogConfig:
-        """This config with some topic-level settings replaced."""
-        changes = {}
-        for name, value in topic_overrides.items():
-            setting = SETTINGS_BY_NAME.get(name)
-            if setting is None:
-                raise ConfigError(f"unknown topic config {name!r}")
-            changes[setting.field] = _parse(setting, value)
-        return dataclasses.replace(self, **changes)
+        """This config with some topic-level settings replaced (ConfigError for a name or value Kafka refuses)."""
+        return _checked(dataclasses.replace(self, **_topic_changes(topic_overrides)))
 
     def to_topic_properties(self) -> dict[str, str]:
         """Every setting under its topic-level name, as Kafka reports them in DescribeConfigs."""
@@ -196,6 +195,33 @@ class LogConfig:
                 value = str(value).lower()
             out[setting.name] = str(value)
         return out
+
+
+def _topic_changes(topic_overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The LogConfig fields that `topic_overrides` set, after checking every override against the catalogue."""
+    changes = {}
+    for name, value in topic_overrides.items():
+        key = TOPIC_CONFIGS.get(name)
+        if key is None:
+            raise ConfigError(f"unknown topic config {name!r}")
+        try:
+            parsed = parse_value(key, value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"invalid value {value!r} for {name}: {exc}") from None
+        if name == "remote.storage.enable" and parsed:
+            raise ConfigError("remote.storage.enable: this broker has no tiered storage")
+        setting = SETTINGS_BY_NAME.get(name)
+        if setting is not None:
+            changes[setting.field] = _parse(setting, value)
+    return changes
+
+
+def _checked(config: LogConfig) -> LogConfig:
+    """Rules that involve two settings (Kafka checks them on the merged topic config)."""
+    if config.min_compaction_lag_ms > config.max_compaction_lag_ms:
+        raise ConfigError(f"min.compaction.lag.ms ({config.min_compaction_lag_ms}) exceeds max.compaction.lag.ms "
+                          f"({config.max_compaction_lag_ms})")
+    return config
 
 
 def _parse(setting: _Setting, value: Any) -> Any:

@@ -8,6 +8,9 @@ previous batch, and its CRC-32C matches. The segment is truncated at the first i
 from the valid batches, and every later segment is deleted: nothing after a hole can be trusted.
 
 Segments wholly before the recovery point are trusted (they were fsynced) and only sanity-checked by the caller.
+
+Producer state is rebuilt after recovery, from the batches recovery kept (`iter_batch_headers` reads their headers),
+so a batch cut off here never counts as written for deduplication either.
 """
 from __future__ import annotations
 
@@ -18,10 +21,11 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from ..protocol.records.batch import (ATTRIBUTES_OFFSET, HEADER, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH,
-                                      RECORD_BATCH_OVERHEAD)
+                                      RECORD_BATCH_OVERHEAD, BatchHeader)
 from .segment import LogSegment
 
 _READ_CHUNK = 4 << 20
+_HEADER_CHUNK = 64 << 10  # header scans: many small batches per read, little wasted on large ones
 _INT32_MAX = 2**31 - 1
 
 
@@ -62,6 +66,24 @@ def iter_valid_batches(fd: int, end: int, segment_base_offset: int) -> Iterator[
         yield ValidBatch(pos, size, base_offset, base_offset + last_delta, max_timestamp)
         next_offset = base_offset + last_delta + 1
         pos += size
+
+
+def iter_batch_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) of the batches of the file `fd` from position `start` to `end`, without reading
+    the records or checking CRCs (the bytes were recovered or fsynced already). Stops at a batch that does not fit.
+    """
+    buf, buf_start, pos = b"", start, start
+    while pos + RECORD_BATCH_OVERHEAD <= end:
+        rel = pos - buf_start
+        if rel + RECORD_BATCH_OVERHEAD > len(buf):
+            buf, buf_start, rel = os.pread(fd, min(_HEADER_CHUNK, end - pos), pos), pos, 0
+            if len(buf) < RECORD_BATCH_OVERHEAD:
+                return
+        header = BatchHeader(*HEADER.unpack_from(buf, rel))
+        if header.batch_length < MIN_BATCH_LENGTH or pos + header.size > end:
+            return
+        yield pos, header
+        pos += header.size
 
 
 def recover_segment(segment: LogSegment) -> int:

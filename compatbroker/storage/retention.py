@@ -9,7 +9,10 @@ Kafka's three rules, applied in this order by `apply_retention`:
 - log start offset (always, whatever the policy): segments wholly below it (moved by DeleteRecords) go.
 
 Only a prefix of the segment list is ever deleted, and never the active segment. Deleted segments are renamed
-`.deleted` and unlinked after `file.delete.delay.ms`; the log start offset moves up to the first remaining segment.
+`.deleted` and unlinked after `file.delete.delay.ms`; the log start offset moves up to the first remaining segment,
+and the producer snapshots below it are deleted. Producer state itself outlives its batches, as in Kafka since
+KIP-360: a producer whose records retention removed keeps its sequence until `producer.id.expiration.ms`
+(`Log.expire_producers`), so its next batch is not refused.
 The broker calls `apply_retention` every `log.retention.check.interval.ms`.
 """
 from __future__ import annotations

@@ -6,21 +6,21 @@ keyless records in compacted topics (INVALID_RECORD), then timestamps under Crea
 compressed v2 payload must be a single batch, as in Kafka. The whole payload must fit in a segment
 (RECORD_LIST_TOO_LARGE).
 
-v0/v1 message sets are converted to v2 batches first; that is the only case where bytes are re-encoded.
+v0/v1 message sets are converted to v2 batches first. A topic whose `compression.type` names a codec gets every
+batch of another codec re-encoded with it, after all the checks above (see `recompress`, which also checks the
+producer's CRC and every record first); `max.message.bytes` is then checked again, and the segment bound applied,
+on the re-encoded batches. These are the only cases where bytes are re-encoded.
 
 Following the design's produce hot path, a v2 batch is checked at the batch level only: header fields, CRC-32C over
 the whole batch, record count against the last offset delta, no compressed control batch. Records are not walked one
 by one (Kafka's validator does walk them): the CRC already proves the bytes are the producer's, and a Python walk
 over a 1 MiB batch of 1 KiB records costs about ten times the write itself. Records are decoded only where Kafka's
-rules need their contents: keys of compacted topics, and conversion of legacy message sets.
+rules need their contents: keys of compacted topics, conversion of legacy message sets, and recompression.
 
 The CRC pass is the one cost that grows with the payload, so a caller may split it off: `validate_records(...,
 check_crc=False)` does everything else, and `verify_crcs` (which releases the GIL) can then run in a worker thread
 while the bytes are being written; the log undoes the write if it fails. A payload that fails another check is
 validated again with its CRCs, so the error reported is the one the full sequence would report first.
-
-Not done: a topic-level `compression.type` other than "producer" is accepted but not applied (Kafka would
-recompress the batches); the bytes are stored as the producer compressed them.
 
 Deviation: the timestamp bounds are checked on each batch's base and max timestamps rather than on every record of
 a compressed batch, so a compressed batch could smuggle a record older than `message.timestamp.before.max.ms`
@@ -33,7 +33,7 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from ..protocol.records.batch import (ATTRIBUTES_OFFSET, MAGIC_OFFSET, NO_TIMESTAMP, RECORDS_OFFSET, BatchHeader,
-                                      check_batch_fields, iter_batches, iter_records)
+                                      check_batch_fields, iter_batches, iter_records, read_batch_header)
 from ..protocol.records.compression import DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError
@@ -42,6 +42,7 @@ from ..protocol.records.errors import UnsupportedCompressionError
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
                      RecordListTooLargeError, StorageError, UnsupportedCompressionTypeError)
 from .log_config import LogConfig
+from .recompress import PRODUCER, needs_recompression, recompress, topic_codec
 
 CLIENT = "client"
 _MIN_RECORD_SIZE = 7  # length, attributes, timestamp delta, offset delta, null key, null value, header count
@@ -104,6 +105,8 @@ def _validate(records, config: LogConfig, now_ms: int, origin: str, check_crc: b
                for pos, header in positions]
     if len(checked) > 1 and any(batch.header.compression != Compression.NONE for batch in checked):
         raise InvalidRecordError("a compressed produce payload must hold exactly one batch")
+    if config.compression_type != PRODUCER:
+        checked = [_recompressed(batch, config) for batch in checked]
     total = sum(batch.header.size for batch in checked)
     if total > config.segment_bytes:
         raise RecordListTooLargeError(f"{total} bytes of records exceed segment.bytes={config.segment_bytes}")
@@ -125,6 +128,22 @@ def _check_batch(view: memoryview, header: BatchHeader, owned: bool, config: Log
     if not config.log_append_time:
         _check_timestamps(header, config, now_ms)
     return CheckedBatch(view, header, owned)
+
+
+def _recompressed(batch: CheckedBatch, config: LogConfig) -> CheckedBatch:
+    """The batch re-encoded with the topic's codec when it differs (checking the original's CRC and records)."""
+    if not needs_recompression(batch.header, config.compression_type):
+        return batch
+    try:
+        view = memoryview(recompress(batch.view, topic_codec(config.compression_type),
+                                     max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE))
+        header = read_batch_header(view)
+    except (CorruptRecordError, RecordRuleError, UnsupportedCompressionError) as exc:
+        raise _records_error(exc) from None
+    if len(view) > config.max_message_bytes:
+        raise MessageTooLargeError(f"batch of {len(view)} bytes after recompression with {config.compression_type} "
+                                   f"exceeds max.message.bytes={config.max_message_bytes}")
+    return CheckedBatch(view, header, True)
 
 
 def _check_batch_level(view: memoryview, header: BatchHeader, check_crc: bool) -> None:

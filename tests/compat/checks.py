@@ -23,13 +23,17 @@ def read_exactly(reference: KafkaPythonClient, broker: BrokerProcess, topic: str
 
 
 def assert_stored_as(broker: BrokerProcess, topic: str, count: int, *, codec: int | None = None,
-                     partitions: Sequence[int] = (0,)) -> None:
-    """The segment files hold `count` records in v2 batches from non-idempotent producers (producer id -1), all
-    compressed with `codec` when given."""
+                     partitions: Sequence[int] = (0,), idempotent: bool = False) -> None:
+    """The segment files hold `count` records in v2 batches, all compressed with `codec` when given, from
+    idempotent producers (a producer id on every batch) or non-idempotent ones (producer id -1 on every batch)."""
     batches = [b for p in partitions for b in stored_batches(broker.segment_files(topic, p))]
     assert batches, f"no batches on disk for {topic}"
     assert sum(b.records for b in batches) == count, f"{sum(b.records for b in batches)} records on disk"
     assert {b.magic for b in batches} == {2}, f"magic {sorted({b.magic for b in batches})}, clients send v2"
-    assert {b.producer_id for b in batches} == {-1}, "a producer was idempotent although configured not to be"
+    producer_ids = {b.producer_id for b in batches}
+    if idempotent:
+        assert min(producer_ids) >= 0, "an idempotent producer sent batches without a producer id"
+    else:
+        assert producer_ids == {-1}, "a producer was idempotent although configured not to be"
     if codec is not None:
         assert {b.codec for b in batches} == {codec}, f"codecs on disk {sorted({b.codec for b in batches})}"

@@ -31,7 +31,7 @@ def test_record_shapes(client, reference, broker, topic):
     assert_same(sent, got, stamped_between=(before, after))
     if reported is not None:
         assert reported == [(0, offset) for offset in range(len(sent))]
-    assert_stored_as(broker, topic, len(sent), codec=CODEC_IDS["none"])
+    assert_stored_as(broker, topic, len(sent), codec=CODEC_IDS["none"], idempotent=client.idempotent)
 
 
 @pytest.mark.parametrize("acks", [0, 1, -1])
@@ -51,7 +51,7 @@ def test_compression(client, reference, broker, topic, codec):
     assert_same(sent, read_exactly(reference, broker, topic, len(sent)))
     # The batches must really be compressed. librdkafka (confluent-kafka, kcat) derives "the broker supports lz4"
     # from FindCoordinator being advertised, and silently sends lz4-configured batches uncompressed otherwise.
-    assert_stored_as(broker, topic, len(sent), codec=CODEC_IDS[codec])
+    assert_stored_as(broker, topic, len(sent), codec=CODEC_IDS[codec], idempotent=client.idempotent)
 
 
 def test_one_mib_record(client, reference, broker, topic):

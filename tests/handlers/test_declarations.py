@@ -4,19 +4,21 @@ from __future__ import annotations
 import pytest
 
 from compatbroker import topic_names
-from compatbroker.handlers import build_registry
+from compatbroker.handlers import HANDLER_MODULES, build_registry
 from compatbroker.protocol import API_KEYS
 
-MODULES = ["metadata", "produce", "list_offsets", "fetch"]
+# Handlers serving fewer versions than the schema carries, and why.
+NARROWER = {"init_producer_id": "v6 is unstable in Kafka 4.3 (transactions v2)"}
 
 
-def test_every_schema_version_is_declared_and_none_is_unstable():
-    registry = build_registry(MODULES)  # refuses ranges outside the schemas and unstable versions
-    for api_key, module in registry.items():
-        request_cls = API_KEYS[api_key][0]
+@pytest.mark.parametrize("name", HANDLER_MODULES)
+def test_every_schema_version_is_declared_and_none_is_unstable(name):
+    registry = build_registry([name])  # refuses ranges outside the schemas and unstable versions
+    ((api_key, module),) = registry.items()
+    request_cls = API_KEYS[api_key][0]
+    if name not in NARROWER:
         assert (module.MIN_VERSION, module.MAX_VERSION) == request_cls.VALID_VERSIONS
-        assert not getattr(request_cls, "LATEST_VERSION_UNSTABLE", False)
-        assert module.__doc__.startswith(request_cls.NAME.removesuffix("Request"))
+    assert module.__doc__.startswith(request_cls.NAME.removesuffix("Request"))
 
 
 @pytest.mark.parametrize("name", ["a", "A-z_0.9", "x" * 249, "__consumer_offsets", "..."])

@@ -58,6 +58,15 @@ def test_runs_split_on_gaps_wrappers_and_timestamp_types():
     assert b"".join(r.value for _, records in converted for r in records) == b"abcdefgh"
 
 
+@pytest.mark.parametrize("compression", [Compression.GZIP, Compression.SNAPPY])
+def test_a_wrapper_whose_inner_offsets_are_all_zero_is_one_batch(compression):
+    """sarama's magic 0 wrappers number every inner message 0; Kafka ignores inner offsets and stores one batch."""
+    wrapper = encode_messages([(0, None, None, value) for value in (b"a", b"b", b"c", b"d", b"e")], 0, compression)
+    converted = batches(legacy_to_batches(wrapper, max_size=MAX))
+    assert [(h.count, h.compression) for h, _ in converted] == [(5, compression)]
+    assert [(r.offset, r.value) for r in converted[0][1]] == list(enumerate([b"a", b"b", b"c", b"d", b"e"]))
+
+
 @pytest.mark.parametrize("compression", LEGACY_CODECS)
 @pytest.mark.parametrize("magic", [0, 1])
 def test_down_conversion(compression, magic):

@@ -148,7 +148,9 @@ async def test_background_work_runs_at_its_interval_and_stops(tmp_path):
     assert {task.get_name() for task in broker._background} == {"compatbroker flush_due_logs",
                                                                 "compatbroker checkpoint",
                                                                 "compatbroker run_retention",
-                                                                "compatbroker run_cleaner"}
+                                                                "compatbroker run_cleaner",
+                                                                "compatbroker expire_producers",
+                                                                "compatbroker expire_transactional_ids"}
     await second_call.wait()
     assert calls[0] - began >= 0.02 and calls[1] - calls[0] >= 0.02  # the smaller of the two intervals
     await broker.shutdown()
@@ -172,4 +174,19 @@ async def test_advertised_endpoint_defaults_to_the_listener(tmp_path):
 async def test_fetch_session_cache_uses_the_configured_slots(tmp_path):
     broker = _started(tmp_path, max_incremental_fetch_session_cache_slots=7)
     assert broker.fetch_sessions.max_slots == 7
+    await broker.shutdown()
+
+
+async def test_expire_producers_forgets_idle_producers_in_every_partition(tmp_path):
+    broker = _started(tmp_path, producer_id_expiration_ms=60_000)
+    broker.create_topic("t", 2)
+    now = broker.now_ms()
+    for partition, (producer_id, last_write) in enumerate([(5, now - 120_000), (6, now)]):
+        batch = build_batch([(None, b"v", (), last_write)], producer_id=producer_id, producer_epoch=0,
+                            base_sequence=0)
+        broker.get_log("t", partition).append(batch, leader_epoch=0, now_ms=now)
+    assert await broker.expire_producers() == 1  # producer 5 wrote two minutes ago, over the minute allowed
+    assert [entry.producer_id for entry in broker.get_log("t", 1).producer_state.active_producers()] == [6]
+    assert broker.get_log("t", 0).producer_state.active_producers() == []
+    assert await broker.expire_producers() == 0
     await broker.shutdown()

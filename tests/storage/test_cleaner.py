@@ -4,6 +4,7 @@ import dataclasses
 from compatbroker.protocol.records.batch import batch_crc, iter_records
 from compatbroker.protocol.records.compression import Compression
 from compatbroker.storage.cleaner import clean, commit_clean, dirty_ratio, needs_cleaning, prepare_clean
+from compatbroker.storage.validator import COORDINATOR as UNCHECKED  # appends whose producer state is not checked
 
 from .helpers import NOW, SMALL, all_bytes, batch, batches_of, open_log, records_of
 
@@ -40,7 +41,8 @@ def test_compaction_keeps_the_latest_record_per_key_at_its_offset(tmp_path):
 def test_compaction_keeps_batch_metadata_and_codec_and_offsets_inside_batches(tmp_path):
     log = open_log(tmp_path, COMPACT)
     log.append(batch([b"a1", b"b1", b"a2"], keys=[b"a", b"b", b"a"], compression=Compression.ZSTD,
-                     producer_id=77, producer_epoch=3, base_sequence=10), leader_epoch=4, now_ms=NOW)
+                     producer_id=77, producer_epoch=3, base_sequence=10), leader_epoch=4, now_ms=NOW,
+               origin=UNCHECKED)  # a producer the log has no state for would have to start at sequence 0
     log.append(batch([b"b2"], keys=[b"b"], producer_id=77, producer_epoch=3, base_sequence=13), leader_epoch=4,
                now_ms=NOW)
     log.roll(NOW)
@@ -105,7 +107,7 @@ def test_tombstones_live_delete_retention_ms_from_the_first_pass_that_keeps_them
 def test_a_fully_cleaned_batch_with_a_producer_id_stays_as_kafkas_empty_batch(tmp_path):
     log = open_log(tmp_path, COMPACT)
     log.append(batch([b"a1", b"b1"], keys=[b"a", b"b"], compression=Compression.GZIP, producer_id=5,
-                     producer_epoch=2, base_sequence=7), leader_epoch=3, now_ms=NOW)
+                     producer_epoch=2, base_sequence=7), leader_epoch=3, now_ms=NOW, origin=UNCHECKED)
     log.append(batch([b"a2", b"b2"], keys=[b"a", b"b"], timestamp=NOW + 9), leader_epoch=3, now_ms=NOW)
     log.roll(NOW)
     log.append(batch([b"c"], keys=[b"c"]), leader_epoch=3, now_ms=NOW)

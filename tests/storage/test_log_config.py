@@ -44,3 +44,47 @@ def test_bad_overrides_raise_config_error(overrides):
     with pytest.raises(ConfigError) as info:
         LogConfig.from_properties({}, overrides)
     assert info.value.error_code == 40
+
+
+# --- every topic config of Kafka's catalogue ----------------------------------------------------------------------
+
+def test_every_catalogued_topic_config_is_accepted_with_its_default():
+    from compatbroker.config_catalog import TOPIC_CONFIGS
+    defaults = {name: key.default for name, key in TOPIC_CONFIGS.items()}
+    assert LogConfig().with_overrides(defaults) == LogConfig()  # the defaults are Kafka's, modeled or not
+    assert set(LogConfig().to_topic_properties()) <= set(TOPIC_CONFIGS)
+
+
+@pytest.mark.parametrize("overrides", [
+    {"unclean.leader.election.enable": "true"}, {"compression.gzip.level": "9"}, {"compression.zstd.level": "-5"},
+    {"leader.replication.throttled.replicas": "0:1,1:1"}, {"follower.replication.throttled.replicas": "*"},
+    {"local.retention.ms": "-2"}, {"remote.log.copy.disable": "TRUE"}, {"remote.storage.enable": "false"}])
+def test_configs_storage_does_not_model_are_type_checked_and_accepted(overrides):
+    assert LogConfig.from_properties({}, overrides) == LogConfig()  # storage ignores them
+
+
+@pytest.mark.parametrize("overrides", [
+    {"unclean.leader.election.enable": "maybe"}, {"compression.gzip.level": "10"}, {"compression.lz4.level": "0"},
+    {"compression.zstd.level": "23"}, {"leader.replication.throttled.replicas": "0-1"},
+    {"local.retention.bytes": "-3"}, {"segment.bytes": "3000000000"}, {"max.message.bytes": "1.5"},
+    {"compression.type": "brotli"}, {"compression.type": "GZIP"}, {"min.cleanable.dirty.ratio": "1.5"},
+    {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, {"remote.storage.enable": "true"},
+    {"message.downconversion.enable": "true"}, {"message.format.version": "3.0"}])
+def test_values_and_names_kafka_refuses_raise_config_error(overrides):
+    with pytest.raises(ConfigError) as info:
+        LogConfig().with_overrides(overrides)
+    assert info.value.error_code == 40
+
+
+def test_unmodeled_overrides_are_kept_by_the_manager_across_a_restart(tmp_path):
+    from compatbroker.storage.log_manager import LogManager
+    manager = LogManager(str(tmp_path))
+    manager.startup(0)
+    manager.create_topic("t", 1, now_ms=0, overrides={"unclean.leader.election.enable": "true"})
+    manager.set_topic_config("t", {"compression.zstd.level": "7", "retention.ms": "99"})
+    manager.shutdown()
+    again = LogManager(str(tmp_path))
+    again.startup(0)
+    assert again.topic_overrides["t"] == {"compression.zstd.level": "7", "retention.ms": "99"}
+    assert again.get_log("t", 0).config.retention_ms == 99
+    again.shutdown()

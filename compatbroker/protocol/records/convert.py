@@ -17,9 +17,10 @@ def _runs(message_set_buf, max_size):
     """Yield (compression, [LegacyMessage]) runs that can each become one v2 batch."""
     run, run_codec = [], Compression.NONE
     for kind, messages in iter_legacy_entries(message_set_buf, max_size=max_size):
-        starts_batch = kind != Compression.NONE  # each wrapper gets its own batch
+        wrapped = kind != Compression.NONE
+        starts_batch = wrapped  # each wrapper gets its own batch, whatever its inner offsets say
         for message in messages:
-            if run and (starts_batch or kind != run_codec or not _follows(run[-1], message)):
+            if run and (starts_batch or kind != run_codec or not (wrapped or _follows(run[-1], message))):
                 yield run_codec, run
                 run = []
             starts_batch = False
@@ -32,8 +33,9 @@ def _runs(message_set_buf, max_size):
 def legacy_to_batches(message_set_buf, *, max_size):
     """Convert a v0/v1 message set into v2 batches, returned back to back as bytes.
 
-    Uncompressed messages become one batch per run of consecutive offsets; a compressed wrapper becomes one batch
-    with the same codec (more if its inner offsets have gaps). Magic 0 has no timestamps, so they become -1 with
+    Uncompressed messages become one batch per run of consecutive offsets; a compressed wrapper becomes exactly one
+    batch with the same codec: Kafka ignores the offsets inside a wrapper a client sends (sarama gives every inner
+    message of a magic 0 wrapper offset 0), so the records get consecutive offsets from the first one. Magic 0 has no timestamps, so they become -1 with
     CreateTime; magic 1 keeps its timestamps and timestamp type. Offsets are kept; the broker restamps them.
     """
     out = bytearray()

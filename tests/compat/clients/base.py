@@ -19,7 +19,8 @@ class ClientError(AssertionError):
 class ClientAdapter:
     """Produce and consume through one real client library or tool.
 
-    Every producer is plain (not idempotent: InitProducerId is a later issue) and every consumer reads assigned
+    Every producer keeps its client's idempotence default (`idempotent`: kafka-python's producer is idempotent
+    with acks=-1, like Kafka's Java client; the others are plain unless asked), and every consumer reads assigned
     partitions without a consumer group, except where a client offers no such mode (then the adapter says so).
     Consumer-group members run in processes of their own (`member_command`, see member.py), so that a test can
     kill one; clients with an admin API also list and describe groups and their committed offsets.
@@ -30,6 +31,8 @@ class ClientAdapter:
     expressive = True
     # Can it send a header whose value is null? (kafka-python and kafkajs refuse, kcat has no syntax for it)
     sends_null_header = False
+    # Is its producer idempotent by default when acks=-1 (batches then carry a producer id and sequence numbers)?
+    idempotent = False
 
     def produce(self, bootstrap: str, topic: str, records: Sequence[Record], *, acks: int = -1,
                 compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[tuple[int, int]] | None:

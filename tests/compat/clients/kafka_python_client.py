@@ -11,11 +11,11 @@ from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, GroupInfo, Grou
 
 class KafkaPythonClient(ClientAdapter):
     name = "kafka-python"
+    idempotent = True  # 3.x's default (KIP-679), kept; it turns idempotence off itself for acks other than -1
 
     def producer(self, bootstrap: str, **overrides):
         from kafka import KafkaProducer
         config = {"bootstrap_servers": bootstrap, "client_id": f"compat-kp-{uuid.uuid4().hex[:6]}",
-                  "enable_idempotence": False,  # 3.x defaults to idempotent; InitProducerId is a later issue
                   "max_request_size": MAX_MESSAGE_BYTES, "linger_ms": 5, "request_timeout_ms": 15000,
                   "max_block_ms": 15000}
         return KafkaProducer(**(config | overrides))

@@ -1,0 +1,664 @@
+"""Kafka's configuration keys as data, and the DescribeConfigs view of a topic and of the broker built from them.
+
+Two catalogues:
+- `TOPIC_CONFIGS`: every topic-level config of Kafka 4.x, with its type, default, valid values and broker-level
+  synonyms (the names a broker-wide default goes by, in the order Kafka consults them);
+- `BROKER_CONFIGS`: the broker configs compatbroker reads plus the Kafka broker configs clients and tools commonly
+  look at, each with its type, Kafka's default and whether Kafka can change it at run time (the others are
+  read-only).
+
+Types are DescribeConfigs' config_type codes; `default` is the text Kafka reports for the default value (None where
+Kafka has no default). Descriptions are our own one-liners.
+
+`describe_topic_configs` and `describe_broker_configs` answer what Kafka's DescribeConfigs would: every key with
+its effective value, where that value comes from (`source`), and the synonyms that could supply it, highest
+precedence first. The broker object is used through `broker.config` (BrokerConfig), `broker.logs.topic_overrides`,
+`broker.logs.log_config(topic)` and `broker.node_id`.
+
+Sources follow Kafka's rules, including one quirk: a topic key's synonyms start at the first broker synonym
+(`log.retention.ms` for `retention.ms`), so a broker that sets only `log.retention.hours` reports `retention.ms`
+with source DEFAULT_CONFIG although the hours value is in force. Values follow Kafka's text forms: `true`/`false`,
+comma-separated lists, Java's form of doubles.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from decimal import Decimal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# --- codes of the protocol ----------------------------------------------------------------------------------------
+
+UNKNOWN_TYPE, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = range(10)
+"""DescribeConfigs config_type codes."""
+
+UNKNOWN_SOURCE = 0
+DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
+"""ConfigSource codes."""
+
+LONG_MAX = str(2**63 - 1)
+INT_MAX = str(2**31 - 1)
+_BOUNDS = {SHORT: (-2**15, 2**15 - 1), INT: (-2**31, 2**31 - 1), LONG: (-2**63, 2**63 - 1)}
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One config key. `synonyms` (topic keys only) are the broker-level names of its default, in precedence order;
+    `dynamic` (broker keys only) says Kafka can change it without a restart."""
+
+    name: str
+    type: int
+    default: str | None
+    doc: str
+    synonyms: tuple[str, ...] = ()
+    dynamic: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None  # for a LIST, the values each item may take
+    check: Callable[[Any], None] | None = None  # an extra rule; raises ValueError
+
+    @property
+    def sensitive(self) -> bool:
+        return self.type == PASSWORD
+
+
+@dataclass
+class ConfigEntry:
+    """One entry of a DescribeConfigs answer. `synonyms` are (name, value, source), highest precedence first."""
+
+    name: str
+    value: str | None
+    read_only: bool
+    source: int
+    is_sensitive: bool
+    config_type: int
+    documentation: str | None
+    synonyms: list[tuple[str, str | None, int]] = field(default_factory=list)
+
+
+# --- parsing and printing values ----------------------------------------------------------------------------------
+
+def parse_value(key: ConfigKey, value: Any) -> Any:
+    """The typed value of `value` (text or already typed) for `key`; ValueError when it is not valid."""
+    parsed = _parse_type(key.type, value)
+    if key.choices is not None:
+        items = parsed if key.type == LIST else [parsed]
+        bad = [item for item in items if item not in key.choices]
+        if bad:
+            raise ValueError(f"{', '.join(map(str, bad))} is not one of {', '.join(key.choices)}")
+    if key.minimum is not None and parsed < key.minimum:
+        raise ValueError(f"{parsed} is below the minimum {_number_text(key.minimum)}")
+    if key.maximum is not None and parsed > key.maximum:
+        raise ValueError(f"{parsed} is above the maximum {_number_text(key.maximum)}")
+    if key.check is not None:
+        key.check(parsed)
+    return parsed
+
+
+def _parse_type(config_type: int, value: Any) -> Any:
+    if config_type == BOOLEAN:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text not in ("true", "false"):
+            raise ValueError(f"{value!r} is not true or false")
+        return text == "true"
+    if config_type in _BOUNDS:
+        number = _whole_number(value)
+        low, high = _BOUNDS[config_type]
+        if not low <= number <= high:
+            raise ValueError(f"{number} is outside the {_TYPE_NAMES[config_type]} range [{low}, {high}]")
+        return number
+    if config_type == DOUBLE:
+        try:
+            number = float(value.strip()) if isinstance(value, str) else float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{value!r} is not a number") from None
+        if math.isnan(number):
+            raise ValueError("NaN is not a valid number here")
+        return number
+    if config_type == LIST:
+        items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+        return [str(item).strip() for item in items if str(item).strip()]
+    return value.strip() if isinstance(value, str) else value
+
+
+_TYPE_NAMES = {SHORT: "short", INT: "int", LONG: "long"}
+
+
+def _whole_number(value: Any) -> int:
+    if isinstance(value, (bool, float)):
+        raise ValueError(f"{value!r} is not a whole number")
+    try:
+        return int(value.strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a whole number") from None
+
+
+def to_text(config_type: int, value: Any) -> str | None:
+    """Kafka's text form of a value (None stays None): true/false, comma-joined lists, Java-style doubles."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) or config_type == DOUBLE:
+        return _java_double(float(value))
+    if isinstance(value, Mapping):
+        return ",".join(f"{name}:{item}" for name, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ",".join(_item_text(item) for item in value)
+    return _item_text(value)
+
+
+def _item_text(item: Any) -> str:
+    if hasattr(item, "host_port") and hasattr(item, "name"):  # a listener endpoint
+        return f"{item.name}://{item.host_port()}"
+    return str(item)
+
+
+def _java_double(number: float) -> str:
+    """Java's Double.toString: plain between 1e-3 and 1e7, otherwise d.dddE<exponent>, shortest digits."""
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0 or 1e-3 <= abs(number) < 1e7:
+        text = repr(number)
+        return text if "." in text else f"{text}.0"
+    exact = Decimal(repr(abs(number)))
+    digits = "".join(map(str, exact.as_tuple().digits)).rstrip("0") or "0"
+    sign = "-" if number < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exact.adjusted()}"
+
+
+def _number_text(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def normalized(key: ConfigKey, value: Any) -> str | None:
+    """`value` checked against `key` and printed in Kafka's text form (ValueError when not valid)."""
+    return to_text(key.type, parse_value(key, value))
+
+
+def _throttled_replicas(items: list[str]) -> None:
+    """Kafka's rule for the replication throttle lists: `*`, or partition:broker pairs of integers."""
+    if items == ["*"]:
+        return
+    for item in items:
+        partition, sep, broker = item.partition(":")
+        if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
+            raise ValueError(f"{item!r}: expected '*' or a list of partition:broker pairs")
+
+
+def _gzip_level(level: int) -> None:
+    if level != -1 and not 1 <= level <= 9:
+        raise ValueError(f"{level} is not a gzip level: 1 to 9, or -1 for the codec's default")
+
+
+# --- topic configs ------------------------------------------------------------------------------------------------
+
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+
+def _topic(name, config_type, default, doc, *synonyms, **rules) -> ConfigKey:
+    return ConfigKey(name, config_type, default, doc, tuple(synonyms), **rules)
+
+
+TOPIC_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
+    _topic("cleanup.policy", LIST, "delete",
+           "What happens to old segments: delete them, compact them to the latest record per key, or both.",
+           "log.cleanup.policy", choices=("compact", "delete")),
+    _topic("compression.gzip.level", INT, "-1", "Level used when the topic compresses with gzip.",
+           "compression.gzip.level", check=_gzip_level),
+    _topic("compression.lz4.level", INT, "9", "Level used when the topic compresses with lz4.",
+           "compression.lz4.level", minimum=1, maximum=17),
+    _topic("compression.type", STRING, "producer",
+           "Codec the topic stores batches with; 'producer' keeps whatever codec the producer used.",
+           "compression.type", choices=COMPRESSION_TYPES),
+    _topic("compression.zstd.level", INT, "3", "Level used when the topic compresses with zstd.",
+           "compression.zstd.level", minimum=-131072, maximum=22),
+    _topic("delete.retention.ms", LONG, "86400000",
+           "How long tombstones of a compacted topic stay readable after compaction reaches them.",
+           "log.cleaner.delete.retention.ms", minimum=0),
+    _topic("file.delete.delay.ms", LONG, "60000",
+           "Delay between a segment leaving the log and its files being removed from disk.",
+           "log.segment.delete.delay.ms", minimum=0),
+    _topic("flush.messages", LONG, LONG_MAX,
+           "Force an fsync after this many records; the default leaves flushing to the operating system.",
+           "log.flush.interval.messages", minimum=1),
+    _topic("flush.ms", LONG, LONG_MAX,
+           "Force an fsync when data is older than this; the default leaves flushing to the operating system.",
+           "log.flush.interval.ms", "log.flush.scheduler.interval.ms", minimum=0),
+    _topic("follower.replication.throttled.replicas", LIST, "",
+           "Replicas (partition:broker, or *) whose follower-side replication is throttled.",
+           check=_throttled_replicas),
+    _topic("index.interval.bytes", INT, "4096", "Bytes of log between two entries of the offset index.",
+           "log.index.interval.bytes", minimum=0),
+    _topic("leader.replication.throttled.replicas", LIST, "",
+           "Replicas (partition:broker, or *) whose leader-side replication is throttled.",
+           check=_throttled_replicas),
+    _topic("local.retention.bytes", LONG, "-2",
+           "With tiered storage, bytes kept on local disk per partition; -2 means retention.bytes.",
+           "log.local.retention.bytes", minimum=-2),
+    _topic("local.retention.ms", LONG, "-2",
+           "With tiered storage, how long segments stay on local disk; -2 means retention.ms.",
+           "log.local.retention.ms", minimum=-2),
+    _topic("max.compaction.lag.ms", LONG, LONG_MAX,
+           "Longest time a record may wait before its segment becomes eligible for compaction.",
+           "log.cleaner.max.compaction.lag.ms", minimum=1),
+    _topic("max.message.bytes", INT, "1048588", "Largest record batch the topic accepts, in bytes.",
+           "message.max.bytes", minimum=0),
+    _topic("message.timestamp.after.max.ms", LONG, "3600000",
+           "How far in the future of the broker's clock a CreateTime timestamp may be.",
+           "log.message.timestamp.after.max.ms", minimum=0),
+    _topic("message.timestamp.before.max.ms", LONG, LONG_MAX,
+           "How far in the past of the broker's clock a CreateTime timestamp may be.",
+           "log.message.timestamp.before.max.ms", minimum=0),
+    _topic("message.timestamp.type", STRING, "CreateTime",
+           "Whether records keep the producer's timestamp (CreateTime) or get the broker's (LogAppendTime).",
+           "log.message.timestamp.type", choices=("CreateTime", "LogAppendTime")),
+    _topic("min.cleanable.dirty.ratio", DOUBLE, "0.5",
+           "Share of uncompacted log above which the cleaner compacts a partition.",
+           "log.cleaner.min.cleanable.ratio", minimum=0, maximum=1),
+    _topic("min.compaction.lag.ms", LONG, "0", "Shortest time a record stays uncompacted.",
+           "log.cleaner.min.compaction.lag.ms", minimum=0),
+    _topic("min.insync.replicas", INT, "1",
+           "Replicas that must acknowledge a write made with acks=all.", "min.insync.replicas", minimum=1),
+    _topic("preallocate", BOOLEAN, "false", "Create segment files at full size up front.", "log.preallocate"),
+    _topic("remote.log.copy.disable", BOOLEAN, "false",
+           "With tiered storage, stop copying new segments to remote storage."),
+    _topic("remote.log.delete.on.disable", BOOLEAN, "false",
+           "With tiered storage, delete the remote data when tiering is turned off for the topic."),
+    _topic("remote.storage.enable", BOOLEAN, "false", "Keep older segments in tiered (remote) storage."),
+    _topic("retention.bytes", LONG, "-1",
+           "Bytes a partition may hold before its oldest segments are deleted; -1 means no limit.",
+           "log.retention.bytes"),
+    _topic("retention.ms", LONG, "604800000",
+           "How long records are kept before their segment is deleted; -1 means forever.",
+           "log.retention.ms", "log.retention.minutes", "log.retention.hours", minimum=-1),
+    _topic("segment.bytes", INT, "1073741824", "Size at which the active segment is closed and a new one begun.",
+           "log.segment.bytes", minimum=61),  # Kafka: 1 MiB; see storage.log_config
+    _topic("segment.index.bytes", INT, "10485760", "Maximum size of a segment's offset and time indexes.",
+           "log.index.size.max.bytes", minimum=12),
+    _topic("segment.jitter.ms", LONG, "0", "Random amount subtracted from segment.ms, to spread rolls out.",
+           "log.roll.jitter.ms", "log.roll.jitter.hours", minimum=0),
+    _topic("segment.ms", LONG, "604800000", "Age at which the active segment is closed even when not full.",
+           "log.roll.ms", "log.roll.hours", minimum=1),
+    _topic("unclean.leader.election.enable", BOOLEAN, "false",
+           "Let a replica that is not in sync become leader, at the price of losing records.",
+           "unclean.leader.election.enable"),
+)}
+
+# Topic keys whose broker-wide default cannot be set per topic: Kafka's alter path treats them alike.
+TIERED_STORAGE_KEYS = frozenset({"remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable",
+                                 "local.retention.ms", "local.retention.bytes"})
+
+
+# --- broker configs -----------------------------------------------------------------------------------------------
+
+def _broker(name, config_type, default, doc, dynamic=False, **rules) -> ConfigKey:
+    return ConfigKey(name, config_type, default, doc, dynamic=dynamic, **rules)
+
+
+_DYNAMIC = True
+_SECURITY_MAP_DEFAULT = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+
+BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
+    # identity and roles
+    _broker("node.id", INT, "-1", "Id of this node in the cluster."),
+    _broker("broker.id", INT, "-1", "Id of this broker; in KRaft mode the same as node.id."),
+    _broker("broker.rack", STRING, None, "Rack of the broker, for rack-aware replica placement."),
+    _broker("process.roles", LIST, "", "Roles this node plays: broker, controller, or both."),
+    _broker("controller.listener.names", STRING, None, "Listeners that serve controller traffic."),
+    _broker("controller.quorum.voters", LIST, "", "Static list of the controller quorum's voters."),
+    _broker("controller.quorum.bootstrap.servers", LIST, "", "Controllers to contact to discover the quorum."),
+    # listeners and sockets
+    _broker("listeners", STRING, "PLAINTEXT://:9092", "Addresses the broker listens on.", _DYNAMIC),
+    _broker("advertised.listeners", STRING, None, "Addresses clients are told to connect to.", _DYNAMIC),
+    _broker("listener.security.protocol.map", STRING, _SECURITY_MAP_DEFAULT,
+            "Security protocol of each listener name.", _DYNAMIC),
+    _broker("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other."),
+    _broker("security.inter.broker.protocol", STRING, "PLAINTEXT", "Protocol between brokers."),
+    _broker("socket.request.max.bytes", INT, "104857600", "Largest request the broker accepts, in bytes."),
+    _broker("socket.send.buffer.bytes", INT, "102400", "SO_SNDBUF of the server sockets; -1 for the OS default."),
+    _broker("socket.receive.buffer.bytes", INT, "102400",
+            "SO_RCVBUF of the server sockets; -1 for the OS default."),
+    _broker("socket.listen.backlog.size", INT, "50", "Backlog of pending connections per listener."),
+    _broker("queued.max.requests", INT, "500", "Requests that may wait before the network threads stop reading."),
+    _broker("queued.max.request.bytes", LONG, "-1", "Bytes of queued requests allowed; -1 means no limit."),
+    _broker("connections.max.idle.ms", LONG, "600000", "Idle time after which a connection is closed."),
+    _broker("connections.max.reauth.ms", LONG, "0", "Lifetime of an authenticated session; 0 means unlimited."),
+    _broker("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", _DYNAMIC),
+    _broker("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address.", _DYNAMIC),
+    _broker("max.connections.per.ip.overrides", STRING, "", "Per-address exceptions to max.connections.per.ip.",
+            _DYNAMIC),
+    _broker("max.connection.creation.rate", INT, INT_MAX, "New connections accepted per second.", _DYNAMIC),
+    # threads
+    _broker("num.network.threads", INT, "3", "Threads that read requests and write responses.", _DYNAMIC),
+    _broker("num.io.threads", INT, "8", "Threads that process requests.", _DYNAMIC),
+    _broker("background.threads", INT, "10", "Threads for background work.", _DYNAMIC),
+    _broker("num.replica.fetchers", INT, "1", "Fetcher threads per source broker for replication.", _DYNAMIC),
+    _broker("num.recovery.threads.per.data.dir", INT, "2",
+            "Threads per data directory that recover logs at start-up and flush them at shutdown.", _DYNAMIC),
+    _broker("num.replica.alter.log.dirs.threads", INT, None, "Threads that move replicas between directories."),
+    # topics
+    _broker("num.partitions", INT, "1", "Partitions of a topic created without a partition count."),
+    _broker("default.replication.factor", INT, "1", "Replication factor of automatically created topics."),
+    _broker("auto.create.topics.enable", BOOLEAN, "true",
+            "Create a topic when a client asks for metadata of one that does not exist."),
+    _broker("delete.topic.enable", BOOLEAN, "true", "Allow topics to be deleted."),
+    _broker("auto.leader.rebalance.enable", BOOLEAN, "true", "Move leadership back to preferred replicas."),
+    _broker("leader.imbalance.check.interval.seconds", LONG, "300", "How often leader balance is checked."),
+    _broker("leader.imbalance.per.broker.percentage", INT, "10", "Leader imbalance tolerated per broker."),
+    _broker("unclean.leader.election.enable", BOOLEAN, "false",
+            "Default of the topic config of the same name.", _DYNAMIC),
+    _broker("min.insync.replicas", INT, "1", "Default of the topic config of the same name.", _DYNAMIC),
+    _broker("compression.type", STRING, "producer", "Default of the topic config of the same name.", _DYNAMIC),
+    _broker("compression.gzip.level", INT, "-1", "Default of the topic config of the same name.", _DYNAMIC),
+    _broker("compression.lz4.level", INT, "9", "Default of the topic config of the same name.", _DYNAMIC),
+    _broker("compression.zstd.level", INT, "3", "Default of the topic config of the same name.", _DYNAMIC),
+    _broker("message.max.bytes", INT, "1048588", "Default of the topic config max.message.bytes.", _DYNAMIC),
+    _broker("create.topic.policy.class.name", CLASS, None, "Policy class that vets CreateTopics requests."),
+    _broker("alter.config.policy.class.name", CLASS, None, "Policy class that vets config changes."),
+    # logs
+    _broker("log.dirs", STRING, None, "Directories that hold the partition logs."),
+    _broker("log.dir", STRING, "/tmp/kafka-logs", "Directory of the logs when log.dirs is not set."),
+    _broker("log.segment.bytes", INT, "1073741824", "Default of segment.bytes.", _DYNAMIC),
+    _broker("log.roll.ms", LONG, None, "Default of segment.ms; log.roll.hours applies when unset.", _DYNAMIC),
+    _broker("log.roll.hours", INT, "168", "Default of segment.ms, in hours.", minimum=1),
+    _broker("log.roll.jitter.ms", LONG, None, "Default of segment.jitter.ms; log.roll.jitter.hours applies when unset.",
+            _DYNAMIC),
+    _broker("log.roll.jitter.hours", INT, "0", "Default of segment.jitter.ms, in hours.", minimum=0),
+    _broker("log.retention.ms", LONG, None, "Default of retention.ms; the minutes or hours form applies when unset.",
+            _DYNAMIC),
+    _broker("log.retention.minutes", INT, None, "Default of retention.ms, in minutes."),
+    _broker("log.retention.hours", INT, "168", "Default of retention.ms, in hours."),
+    _broker("log.retention.bytes", LONG, "-1", "Default of retention.bytes.", _DYNAMIC),
+    _broker("log.retention.check.interval.ms", LONG, "300000", "How often retention runs.", minimum=1),
+    _broker("log.cleanup.policy", LIST, "delete", "Default of cleanup.policy.", _DYNAMIC,
+            choices=("compact", "delete")),
+    _broker("log.index.size.max.bytes", INT, "10485760", "Default of segment.index.bytes.", _DYNAMIC),
+    _broker("log.index.interval.bytes", INT, "4096", "Default of index.interval.bytes.", _DYNAMIC),
+    _broker("log.flush.interval.messages", LONG, LONG_MAX, "Default of flush.messages.", _DYNAMIC),
+    _broker("log.flush.interval.ms", LONG, None,
+            "Default of flush.ms; log.flush.scheduler.interval.ms applies when unset.", _DYNAMIC),
+    _broker("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "How often logs are checked for a due flush."),
+    _broker("log.flush.offset.checkpoint.interval.ms", INT, "60000", "How often recovery points are written."),
+    _broker("log.flush.start.offset.checkpoint.interval.ms", INT, "60000",
+            "How often log start offsets are written."),
+    _broker("log.segment.delete.delay.ms", LONG, "60000", "Default of file.delete.delay.ms.", _DYNAMIC),
+    _broker("log.preallocate", BOOLEAN, "false", "Default of preallocate.", _DYNAMIC),
+    _broker("log.message.timestamp.type", STRING, "CreateTime", "Default of message.timestamp.type.", _DYNAMIC),
+    _broker("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "Default of message.timestamp.before.max.ms.",
+            _DYNAMIC),
+    _broker("log.message.timestamp.after.max.ms", LONG, "3600000", "Default of message.timestamp.after.max.ms.",
+            _DYNAMIC),
+    _broker("log.local.retention.ms", LONG, "-2", "Default of local.retention.ms.", _DYNAMIC),
+    _broker("log.local.retention.bytes", LONG, "-2", "Default of local.retention.bytes.", _DYNAMIC),
+    _broker("log.dir.failure.timeout.ms", LONG, "30000", "How long a failed log directory may go unreported."),
+    _broker("log.cleaner.enable", BOOLEAN, "true", "Run the log cleaner, which compacts compacted topics."),
+    _broker("log.cleaner.threads", INT, "1", "Threads of the log cleaner.", _DYNAMIC),
+    _broker("log.cleaner.backoff.ms", LONG, "15000", "Pause of the cleaner when nothing needs cleaning.", _DYNAMIC),
+    _broker("log.cleaner.dedupe.buffer.size", LONG, "134217728", "Memory the cleaner uses to deduplicate keys.",
+            _DYNAMIC),
+    _broker("log.cleaner.io.buffer.size", INT, "524288", "I/O buffer memory of the cleaner.", _DYNAMIC),
+    _broker("log.cleaner.io.buffer.load.factor", DOUBLE, "0.9", "Fill factor of the cleaner's dedupe buffer.",
+            _DYNAMIC),
+    _broker("log.cleaner.io.max.bytes.per.second", DOUBLE, "1.7976931348623157E308",
+            "I/O rate limit of the cleaner.", _DYNAMIC),
+    _broker("log.cleaner.min.cleanable.ratio", DOUBLE, "0.5", "Default of min.cleanable.dirty.ratio.", _DYNAMIC),
+    _broker("log.cleaner.delete.retention.ms", LONG, "86400000", "Default of delete.retention.ms.", _DYNAMIC),
+    _broker("log.cleaner.min.compaction.lag.ms", LONG, "0", "Default of min.compaction.lag.ms.", _DYNAMIC),
+    _broker("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, "Default of max.compaction.lag.ms.", _DYNAMIC),
+    _broker("remote.log.storage.system.enable", BOOLEAN, "false", "Enable tiered storage on this broker."),
+    # replication
+    _broker("replica.lag.time.max.ms", LONG, "30000", "Time after which a silent follower leaves the ISR."),
+    _broker("replica.fetch.max.bytes", INT, "1048576", "Bytes a follower fetches per partition."),
+    _broker("replica.fetch.response.max.bytes", INT, "10485760", "Bytes a follower fetch returns in total."),
+    _broker("replica.fetch.min.bytes", INT, "1", "Bytes a follower fetch waits for."),
+    _broker("replica.fetch.wait.max.ms", INT, "500", "How long a follower fetch waits for data."),
+    _broker("replica.fetch.backoff.ms", INT, "1000", "Pause of a follower after a fetch error."),
+    _broker("replica.socket.timeout.ms", INT, "30000", "Socket timeout of replication requests."),
+    _broker("replica.socket.receive.buffer.bytes", INT, "65536", "SO_RCVBUF of replication connections."),
+    _broker("replica.high.watermark.checkpoint.interval.ms", LONG, "5000", "How often high watermarks are saved."),
+    _broker("replica.selector.class", STRING, None, "Chooses the replica a consumer reads from."),
+    _broker("fetch.max.bytes", INT, "57671680", "Bytes a consumer fetch returns at most."),
+    _broker("fetch.purgatory.purge.interval.requests", INT, "1000", "Purge interval of the fetch purgatory."),
+    _broker("producer.purgatory.purge.interval.requests", INT, "1000", "Purge interval of the produce purgatory."),
+    _broker("delete.records.purgatory.purge.interval.requests", INT, "1",
+            "Purge interval of the delete-records purgatory."),
+    _broker("max.incremental.fetch.session.cache.slots", INT, "1000", "Incremental fetch sessions kept at most."),
+    # groups and committed offsets
+    _broker("group.initial.rebalance.delay.ms", INT, "3000", "Wait for more members before the first rebalance."),
+    _broker("group.min.session.timeout.ms", INT, "6000", "Shortest session timeout a member may ask for."),
+    _broker("group.max.session.timeout.ms", INT, "1800000", "Longest session timeout a member may ask for."),
+    _broker("group.max.size", INT, INT_MAX, "Members a classic group may have."),
+    _broker("group.coordinator.rebalance.protocols", LIST, "classic,consumer", "Group protocols the broker serves."),
+    _broker("group.consumer.session.timeout.ms", INT, "45000", "Session timeout of consumer-protocol members."),
+    _broker("group.consumer.heartbeat.interval.ms", INT, "5000", "Heartbeat interval of consumer-protocol members."),
+    _broker("group.consumer.max.size", INT, INT_MAX, "Members a consumer-protocol group may have."),
+    _broker("offsets.topic.num.partitions", INT, "50", "Partitions of __consumer_offsets."),
+    _broker("offsets.topic.replication.factor", SHORT, "3", "Replication factor of __consumer_offsets."),
+    _broker("offsets.topic.segment.bytes", INT, "104857600", "Segment size of __consumer_offsets."),
+    _broker("offsets.topic.compression.codec", INT, "0", "Codec of the batches of __consumer_offsets."),
+    _broker("offsets.load.buffer.size", INT, "5242880", "Read buffer used to load committed offsets."),
+    _broker("offsets.commit.timeout.ms", INT, "5000", "How long an offset commit waits to be replicated."),
+    _broker("offsets.retention.minutes", INT, "10080", "How long committed offsets of an empty group are kept."),
+    _broker("offsets.retention.check.interval.ms", LONG, "600000", "How often expired offsets are removed."),
+    _broker("offset.metadata.max.bytes", INT, "4096", "Largest metadata string of a committed offset."),
+    # transactions and producer ids
+    _broker("share.coordinator.state.topic.replication.factor", SHORT, "3",
+            "Replication factor of the share-group state topic."),
+    _broker("share.coordinator.state.topic.min.isr", SHORT, "2", "min.insync.replicas of the share-group state topic."),
+    _broker("transactional.id.expiration.ms", INT, "604800000", "Idle time after which a transactional id expires."),
+    _broker("transaction.max.timeout.ms", INT, "900000", "Longest transaction timeout a producer may ask for."),
+    _broker("transaction.state.log.num.partitions", INT, "50", "Partitions of __transaction_state."),
+    _broker("transaction.state.log.replication.factor", SHORT, "3", "Replication factor of __transaction_state."),
+    _broker("transaction.state.log.min.isr", INT, "2", "min.insync.replicas of __transaction_state."),
+    _broker("transaction.state.log.segment.bytes", INT, "104857600", "Segment size of __transaction_state."),
+    _broker("transaction.state.log.load.buffer.size", INT, "5242880", "Read buffer used to load transactions."),
+    _broker("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, "10000",
+            "How often timed-out transactions are aborted."),
+    _broker("transaction.remove.expired.transaction.cleanup.interval.ms", INT, "3600000",
+            "How often expired transactional ids are removed."),
+    _broker("transaction.partition.verification.enable", BOOLEAN, "true",
+            "Check that a partition joined the transaction before accepting its writes.", _DYNAMIC),
+    _broker("producer.id.expiration.ms", INT, "86400000", "Idle time after which a producer id's state expires.",
+            _DYNAMIC),
+    _broker("producer.id.expiration.check.interval.ms", INT, "600000", "How often expired producer ids are removed."),
+    # KRaft metadata
+    _broker("metadata.log.dir", STRING, None, "Directory of the cluster metadata log."),
+    _broker("metadata.log.segment.bytes", INT, "1073741824", "Segment size of the metadata log."),
+    _broker("metadata.max.retention.bytes", LONG, "104857600", "Bytes of metadata log kept before snapshots."),
+    _broker("metadata.max.retention.ms", LONG, "604800000", "How long metadata log segments are kept."),
+    _broker("broker.heartbeat.interval.ms", INT, "2000", "Interval of broker heartbeats to the controller."),
+    _broker("broker.session.timeout.ms", INT, "9000", "How long a broker without heartbeats stays registered."),
+    _broker("initial.broker.registration.timeout.ms", INT, "60000", "How long a broker waits to register."),
+    # quotas and metrics
+    _broker("quota.window.num", INT, "11", "Samples kept for client quotas."),
+    _broker("quota.window.size.seconds", INT, "1", "Time span of one client quota sample."),
+    _broker("replication.quota.window.num", INT, "11", "Samples kept for replication quotas."),
+    _broker("replication.quota.window.size.seconds", INT, "1", "Time span of one replication quota sample."),
+    _broker("metric.reporters", LIST, "", "Classes that receive the broker's metrics.", _DYNAMIC),
+    _broker("metrics.num.samples", INT, "2", "Samples kept to compute metrics."),
+    _broker("metrics.sample.window.ms", LONG, "30000", "Time span of one metrics sample."),
+    _broker("metrics.recording.level", STRING, "INFO", "Highest level of metrics recorded."),
+    # security
+    _broker("authorizer.class.name", STRING, "", "Class that authorizes requests; empty means none."),
+    _broker("sasl.enabled.mechanisms", LIST, "GSSAPI", "SASL mechanisms the broker offers.", _DYNAMIC),
+    _broker("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism between brokers.", _DYNAMIC),
+    _broker("ssl.protocol", STRING, "TLSv1.3", "TLS protocol of the SSL context.", _DYNAMIC),
+    _broker("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", "TLS protocols accepted.", _DYNAMIC),
+    _broker("ssl.client.auth", STRING, "none", "Whether TLS clients must present a certificate.", _DYNAMIC),
+    _broker("ssl.endpoint.identification.algorithm", STRING, "https", "Host name check of TLS peers.", _DYNAMIC),
+    _broker("ssl.keystore.type", STRING, "JKS", "Format of the key store.", _DYNAMIC),
+    _broker("ssl.keystore.location", STRING, None, "Path of the key store.", _DYNAMIC),
+    _broker("ssl.keystore.password", PASSWORD, None, "Password of the key store.", _DYNAMIC),
+    _broker("ssl.key.password", PASSWORD, None, "Password of the private key.", _DYNAMIC),
+    _broker("ssl.truststore.type", STRING, "JKS", "Format of the trust store.", _DYNAMIC),
+    _broker("ssl.truststore.location", STRING, None, "Path of the trust store.", _DYNAMIC),
+    _broker("ssl.truststore.password", PASSWORD, None, "Password of the trust store.", _DYNAMIC),
+)}
+
+# Broker names whose synonyms Kafka lists together (the ms form first); any other name is its own only synonym.
+_BROKER_SYNONYM_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+_BROKER_SYNONYMS = {name: group for group in _BROKER_SYNONYM_GROUPS for name in group}
+
+# Names whose effective default here differs from Kafka's; their value comes from the running configuration.
+_OUR_DEFAULTS = frozenset({"node.id", "broker.id", "listeners", "log.dirs", "group.initial.rebalance.delay.ms"})
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """The broker names Kafka reports as synonyms of broker config `name`, highest precedence first."""
+    return _BROKER_SYNONYMS.get(name, (name,))
+
+
+def dynamic_broker_configs() -> frozenset[str]:
+    """Broker configs Kafka can change at run time (AlterConfigs on a BROKER resource)."""
+    return frozenset(name for name, key in BROKER_CONFIGS.items() if key.dynamic)
+
+
+# --- DescribeConfigs ----------------------------------------------------------------------------------------------
+
+def describe_topic_configs(broker, topic: str) -> list[ConfigEntry]:
+    """Every topic config of `topic`, sorted by name, as Kafka describes it. A name without overrides (a topic
+    about to be created, say) is described with the broker's defaults."""
+    overrides = broker.logs.topic_overrides.get(topic, {})
+    modeled = broker.logs.log_config(topic).to_topic_properties()
+    static = _static_broker_properties(broker)
+    return [_topic_entry(key, overrides, modeled, static) for key in sorted(TOPIC_CONFIGS.values(),
+                                                                          key=lambda key: key.name)]
+
+
+def _topic_entry(key: ConfigKey, overrides: Mapping[str, str], modeled: Mapping[str, str],
+                 static: Mapping[str, Any]) -> ConfigEntry:
+    synonyms = _broker_level_synonyms(key.synonyms[0], key.synonyms, static, None) if key.synonyms else []
+    if key.name in overrides:
+        synonyms.insert(0, (key.name, _safe_text(key, overrides[key.name]), DYNAMIC_TOPIC_CONFIG))
+    value = _topic_value(key, overrides, modeled, static)
+    return ConfigEntry(key.name, None if key.sensitive else value, False,
+                       synonyms[0][2] if synonyms else DEFAULT_CONFIG, key.sensitive, key.type, key.doc, synonyms)
+
+
+def _topic_value(key: ConfigKey, overrides: Mapping[str, str], modeled: Mapping[str, str],
+                 static: Mapping[str, Any]) -> str | None:
+    """The effective value: the override as given (normalized), else what storage computed from the broker's
+    settings (time units converted), else the broker-level synonym, else Kafka's default."""
+    if key.name in overrides:
+        return _safe_text(key, overrides[key.name])
+    if key.name in modeled:
+        return modeled[key.name]
+    for synonym in key.synonyms:
+        if synonym in static:
+            return _safe_text(key, static[synonym])
+    return key.default
+
+
+def describe_broker_configs(broker) -> list[ConfigEntry]:
+    """Every catalogued broker config of this broker (node `broker.node_id`), sorted by name."""
+    static = _static_broker_properties(broker)
+    return [_broker_entry(broker, key, static) for key in sorted(BROKER_CONFIGS.values(), key=lambda key: key.name)]
+
+
+def _broker_entry(broker, key: ConfigKey, static: Mapping[str, Any]) -> ConfigEntry:
+    synonyms = _broker_level_synonyms(key.name, broker_synonyms(key.name), static, broker)
+    value = _safe_text(key, static[key.name]) if key.name in static else _default_text(broker, key)
+    return ConfigEntry(key.name, None if key.sensitive else value, not key.dynamic,
+                       synonyms[0][2] if synonyms else DEFAULT_CONFIG, key.sensitive, key.type, key.doc, synonyms)
+
+
+def _default_text(broker, key: ConfigKey) -> str | None:
+    """The value a key has when nobody set it: Kafka's default, or ours where we deviate (`_OUR_DEFAULTS`)."""
+    if broker is None or key.name not in _OUR_DEFAULTS:
+        return key.default
+    if key.name in ("node.id", "broker.id"):
+        return str(broker.node_id)
+    if key.name == "log.dirs":  # our default is a per-user directory; once set, Kafka's (none) applies
+        given = broker.config.properties
+        return None if given.get("log.dirs") or given.get("log.dir") else broker.config.data_dir
+    return to_text(key.type, broker.config.get(key.name))
+
+
+def _broker_level_synonyms(primary: str, names: tuple[str, ...], static: Mapping[str, Any],
+                           broker) -> list[tuple[str, str | None, int]]:
+    """Kafka's synonym list: the statically set names, then the names with a default, keeping only what follows
+    the first mention of `primary` (a name of the group with higher precedence than `primary` is left out).
+    With `broker`, the defaults where we deviate from Kafka are ours."""
+    found = []
+    for name in names:
+        if name in static:
+            found.append((name, _broker_text(name, static[name]), STATIC_BROKER_CONFIG))
+    for name in names:
+        key = BROKER_CONFIGS.get(name)
+        default = None if key is None else _default_text(broker, key)
+        if default is not None:
+            found.append((name, None if key.sensitive else default, DEFAULT_CONFIG))
+    while found and found[0][0] != primary:
+        found.pop(0)
+    return found
+
+
+def _static_broker_properties(broker) -> dict[str, Any]:
+    """What the operator set (server.properties and --set), under Kafka's names."""
+    return {name: value for name, value in broker.config.properties.items() if value is not None}
+
+
+def _broker_text(name: str, value: Any) -> str | None:
+    key = BROKER_CONFIGS.get(name)
+    if key is None:
+        return to_text(UNKNOWN_TYPE, value)
+    return None if key.sensitive else _safe_text(key, value)
+
+
+def _safe_text(key: ConfigKey, value: Any) -> str | None:
+    """Kafka's text of a stored value; one that no longer parses (written by an older version) is shown as is."""
+    try:
+        return normalized(key, value)
+    except (TypeError, ValueError):
+        return to_text(key.type, value)
+
+
+# --- broker loggers (the BROKER_LOGGER resource) ------------------------------------------------------------------
+# Kafka lists its log4j loggers with their levels and lets IncrementalAlterConfigs change them (KIP-412); ours are
+# Python's loggers, under log4j's level names. The root logger is "root", as in Kafka.
+
+ROOT_LOGGER = "root"
+LOG_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+              "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+"""The levels Kafka accepts in a SET, and the Python level each stands for (TRACE is below DEBUG)."""
+
+_LEVEL_NAMES = sorted([(0, "ALL"), *((level, name) for name, level in LOG_LEVELS.items()),
+                       (logging.CRITICAL + 1, "OFF")])
+
+
+def broker_loggers() -> dict[str, str]:
+    """Every logger of the process (and "root") with the log4j name of its effective level, sorted by name."""
+    manager = logging.Logger.manager
+    names = sorted(name for name, item in list(manager.loggerDict.items()) if isinstance(item, logging.Logger))
+    found = {ROOT_LOGGER: _level_name(logging.getLogger().getEffectiveLevel())}
+    found.update((name, _level_name(logging.getLogger(name).getEffectiveLevel())) for name in names)
+    return found
+
+
+def logger_exists(name: str) -> bool:
+    return name == ROOT_LOGGER or isinstance(logging.Logger.manager.loggerDict.get(name), logging.Logger)
+
+
+def set_logger_level(name: str, level: str | None) -> None:
+    """Set a logger's level by its log4j name; None unsets it, so that it inherits its parent's again."""
+    logger = logging.getLogger() if name == ROOT_LOGGER else logging.getLogger(name)
+    logger.setLevel(logging.NOTSET if level is None else LOG_LEVELS[level])
+
+
+def _level_name(level: int) -> str:
+    return [name for threshold, name in _LEVEL_NAMES if threshold <= level][-1]

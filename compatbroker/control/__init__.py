@@ -1,0 +1,22 @@
+"""The control API: ask a running broker to misbehave, and ask it what it saw.
+
+- `operations.py`: the operations themselves (inject errors and latency, drop connections, go down and up, list
+  topics, records, committed offsets and the request log), run on the broker's event loop;
+- `http.py`: the HTTP/JSON endpoint of `compatbroker serve --control-listen HOST:PORT`, for tests in any language;
+- `client.py`: a Python client of that endpoint (the embedded broker's subprocess mode and `compatbroker control`).
+
+This package's `__init__` stays light: the command-line client imports it without loading the broker.
+"""
+from __future__ import annotations
+
+
+class ControlError(Exception):
+    """A control request that cannot be honoured: `status` is its HTTP status, `message` the one-line reason."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(f"{message} (HTTP {status})")
+        self.status = status
+        self.message = message
+
+
+__all__ = ["ControlError"]

@@ -1,0 +1,188 @@
+"""The control endpoint: a small HTTP/1.1 + JSON server on the broker's event loop (standard library only).
+
+Routes (bodies and answers are JSON; record keys, values and header values are base64 strings, null for null):
+
+    GET    /status                                      up or down, bootstrap servers, node and cluster id
+    GET    /topics                                      [{name, partitions, topic_id, internal}]
+    POST   /topics          {name, partitions, configs} create a topic (an existing one is returned unchanged)
+    GET    /records?topic=T&partition=0&offset=&limit=  stored records of one partition
+    GET    /offsets?group=G                             the group's committed offsets
+    GET    /requests?since=N&api=Produce                the request log (entries numbered above N)
+    DELETE /requests                                    empty the request log
+    GET    /faults                                      the fault rules in force
+    DELETE /faults                                      clear every fault rule
+    POST   /faults/errors   {api, error, count, topic}  answer the next `count` requests of `api` with `error`
+    POST   /faults/latency  {api, ms, count}            delay requests of `api` (null: every API) by `ms`
+    POST   /faults/drops    {after, api, count}         close the connection of a request after `after` others
+    POST   /down                                        close the listeners and cut every client connection
+    POST   /up                                          listen again on the same ports
+
+A bad argument answers 400, an unknown partition 404, `/up` with its port taken 409; the answer is then
+`{"error": "..."}`. Each connection carries one request (the answer says `Connection: close`).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from urllib.parse import parse_qsl, urlsplit
+
+from ..config import format_host_port
+from . import ControlError
+from .operations import ControlOperations
+
+log = logging.getLogger(__name__)
+
+_MAX_HEAD_BYTES = 64 * 1024
+_MAX_BODY_BYTES = 1024 * 1024
+_READ_TIMEOUT_S = 30.0
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
+            413: "Payload Too Large", 500: "Internal Server Error"}
+
+# (method, path) -> (operation, where its arguments come from, the argument names it takes)
+_ROUTES = {
+    ("GET", "/status"): ("status", None, ()),
+    ("GET", "/topics"): ("topics", None, ()),
+    ("POST", "/topics"): ("create_topic", "body", ("name", "partitions", "configs")),
+    ("GET", "/records"): ("records", "query", ("topic", "partition", "offset", "limit")),
+    ("GET", "/offsets"): ("committed_offsets", "query", ("group",)),
+    ("GET", "/requests"): ("requests", "query", ("since", "api")),
+    ("DELETE", "/requests"): ("clear_requests", None, ()),
+    ("GET", "/faults"): ("faults", None, ()),
+    ("DELETE", "/faults"): ("clear_faults", None, ()),
+    ("POST", "/faults/errors"): ("inject_error", "body", ("api", "error", "count", "topic")),
+    ("POST", "/faults/latency"): ("inject_latency", "body", ("api", "ms", "count")),
+    ("POST", "/faults/drops"): ("drop_connections_after", "body", ("after", "api", "count")),
+    ("POST", "/down"): ("down", None, ()),
+    ("POST", "/up"): ("up", None, ()),
+}
+_PATHS = {path for _, path in _ROUTES}
+
+
+class ControlServer:
+    """The listening control endpoint; `url` is where it answers."""
+
+    def __init__(self, operations: ControlOperations):
+        self._operations = operations
+        self._server: asyncio.AbstractServer | None = None
+        self.host, self.port, self.url = "", 0, ""
+
+    @classmethod
+    async def start(cls, operations: ControlOperations, listen: str) -> ControlServer:
+        """Listen on `listen` (HOST:PORT, port 0 for a free one); ValueError for a malformed address."""
+        host, port = parse_address(listen)
+        control = cls(operations)
+        control._server = await asyncio.start_server(control._serve, host, port)
+        control.host, control.port = control._server.sockets[0].getsockname()[:2]
+        control.url = f"http://{format_host_port(control.host, control.port)}"
+        return control
+
+    async def close(self) -> None:
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            status, answer = await asyncio.wait_for(self._answer(reader), _READ_TIMEOUT_S)
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+            return
+        body = json.dumps(_jsonable(answer)).encode()
+        head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+        try:
+            writer.write(head + body)
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(self, reader: asyncio.StreamReader) -> tuple[int, object]:
+        try:
+            method, target, headers = await _read_head(reader)
+            length = int(headers.get("content-length", "0") or "0")
+            if length > _MAX_BODY_BYTES:
+                return 413, {"error": f"body over {_MAX_BODY_BYTES} bytes"}
+            raw = await reader.readexactly(length) if length > 0 else b""
+            return 200, await self._dispatch(method, target, raw)
+        except ControlError as exc:
+            return exc.status, {"error": exc.message}
+        except (asyncio.IncompleteReadError, ConnectionError):
+            raise  # the client left: nobody to answer
+        except Exception as exc:  # noqa: BLE001 - a bug here must answer 500, not kill the endpoint
+            log.exception("control request failed")
+            return 500, {"error": f"{type(exc).__name__}: {exc}"}
+
+    async def _dispatch(self, method: str, target: str, raw: bytes):
+        parts = urlsplit(target)
+        path = parts.path.rstrip("/") or "/"
+        route = _ROUTES.get((method, path))
+        if route is None:
+            if path in _PATHS:
+                raise ControlError(405, f"{method} is not allowed on {path}")
+            raise ControlError(404, f"no such control route: {method} {path}")
+        name, source, allowed = route
+        if source == "query":
+            arguments = dict(parse_qsl(parts.query))
+        elif source == "body":
+            arguments = _json_object(raw)
+        else:
+            arguments = {}
+        unknown = sorted(set(arguments) - set(allowed))
+        if unknown:
+            raise ControlError(400, f"{path} takes {', '.join(allowed) or 'no arguments'}; unknown: "
+                                    f"{', '.join(unknown)}")
+        return await getattr(self._operations, name)(**arguments)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """HOST:PORT (an IPv6 host in brackets) as (host, port)."""
+    host, sep, port = text.strip().removeprefix("http://").rstrip("/").rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.LimitOverrunError:
+        raise ControlError(413, "request head too large") from None
+    if len(head) > _MAX_HEAD_BYTES:
+        raise ControlError(413, "request head too large")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        method, target, _version = lines[0].split(" ")
+    except ValueError:
+        raise ControlError(400, f"malformed request line {lines[0]!r}") from None
+    headers = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    return method.upper(), target, headers
+
+
+def _json_object(raw: bytes) -> dict:
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ControlError(400, f"body is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ControlError(400, "body must be a JSON object")
+    return value
+
+
+def _jsonable(value):
+    """Bytes (record keys, values, header values) as base64 strings; everything else as it is."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    return value

@@ -1,0 +1,410 @@
+"""A broker for a test suite: `with EmbeddedBroker() as broker: ... broker.bootstrap_servers ...`
+
+The broker listens on a free port of 127.0.0.1 and keeps its data in a temporary directory that `stop()` removes.
+It runs either
+
+- in a background thread of the calling process (`mode="thread"`, the default): its own event loop in a daemon
+  thread, started in a few milliseconds; the helpers below run on that loop through
+  `asyncio.run_coroutine_threadsafe`, or
+- as a child process (`mode="subprocess"`): `python -m compatbroker serve --control-listen 127.0.0.1:0`, which
+  isolates it from the test process (its own GIL, a crash stays there); the helpers then go through the control
+  endpoint (`compatbroker.control`).
+
+Both modes offer the same helpers: create topics; inject errors, latency and dropped connections; take the broker
+down and up; read what it stored (topics, records, committed offsets) and which requests it received. `restart()`
+stops and starts it on the same port and data (fault rules and the request log start afresh).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Self
+
+from .faults import RequestLogEntry
+
+THREAD = "thread"
+SUBPROCESS = "subprocess"
+MODES = (THREAD, SUBPROCESS)
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+CALL_TIMEOUT_S = 60.0
+_LISTENING = re.compile(r"^compatbroker listening on (?P<host>\[[^\]]+\]|[^\s:]+):(?P<port>\d+)$")
+_CONTROL = re.compile(r"^compatbroker control on (?P<url>http://\S+)$")
+
+
+class EmbeddedBrokerError(RuntimeError):
+    """The embedded broker did not start, or was used after `stop()`."""
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    name: str
+    partitions: int
+    topic_id: str
+    internal: bool = False
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A record as the broker stored it: key, value and header values are bytes (or None)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+class EmbeddedBroker:
+    def __init__(self, settings: Mapping[str, object] | None = None, *, mode: str = THREAD,
+                 data_dir: str | os.PathLike | None = None, host: str = "127.0.0.1", port: int = 0,
+                 emulate: str | None = None, control_listen: str | None = None, log_level: str = "WARNING"):
+        """Start a broker. `settings` are broker settings by Kafka name (`{"num.partitions": 3}`); `data_dir`
+        keeps the data somewhere of your own (it is then not removed); `emulate` names a Kafka release whose API
+        versions the broker advertises; `control_listen` (HOST:PORT) also opens the HTTP control endpoint in
+        thread mode (subprocess mode always has one); `log_level` is a subprocess broker's --log-level (a broker
+        in a thread logs through this process's `logging`, as `compatbroker.*` loggers)."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.mode = mode
+        self.settings = {str(name): str(value) for name, value in (settings or {}).items()}
+        self.host = host
+        self.port = port
+        self.emulate = emulate
+        self._control_listen = control_listen
+        self._log_level = log_level
+        self._resources = _Resources(tempfile.mkdtemp(prefix="compatbroker-"))
+        self._finalizer = weakref.finalize(self, self._resources.release)
+        self.data_dir = os.fspath(data_dir) if data_dir is not None else os.path.join(self._resources.root, "data")
+        self._ops = None
+        try:
+            self._start()
+        except BaseException:
+            self._finalizer()
+            raise
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """`host:port` for a client's bootstrap.servers."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def control_url(self) -> str | None:
+        """The HTTP control endpoint (subprocess mode, or thread mode with `control_listen`), else None."""
+        return self._resources.control_url
+
+    @property
+    def log_path(self) -> str:
+        """Where a subprocess broker writes its log (stderr)."""
+        return os.path.join(self._resources.root, "broker.log")
+
+    @property
+    def running(self) -> bool:
+        return self._ops is not None
+
+    def restart(self) -> None:
+        """Stop and start again on the same port and data directory; fault rules and the request log are reset."""
+        self._require_running()
+        self._stop_broker()
+        self._start()
+
+    def stop(self) -> None:
+        """Stop the broker and remove its temporary directory. Calling it again does nothing."""
+        if self._ops is not None:
+            try:
+                self._stop_broker()
+            finally:
+                self._finalizer()
+        else:
+            self._finalizer()
+
+    def __enter__(self) -> Self:
+        self._require_running()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def __repr__(self):
+        state = self.bootstrap_servers if self.running else "stopped"
+        return f"EmbeddedBroker(mode={self.mode!r}, {state})"
+
+    def reset(self) -> None:
+        """Clear fault rules and the request log, and bring the broker up if it is down (between tests)."""
+        self._require_running()
+        self._ops.clear_faults()
+        self._ops.clear_requests()
+        if not self._ops.status()["up"]:
+            self._ops.up()
+
+    # --- topics and what is stored --------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int | None = None,
+                     config: Mapping[str, object] | None = None) -> TopicSummary:
+        """Create a topic (default: num.partitions partitions) with topic-level config overrides; a topic that
+        exists already is left as it is."""
+        found = self._call().create_topic(name, partitions, dict(config or {}) or None)
+        return TopicSummary(**found)
+
+    def topics(self, *, include_internal: bool = False) -> dict[str, TopicSummary]:
+        return {topic["name"]: TopicSummary(**topic) for topic in self._call().topics()
+                if include_internal or not topic["internal"]}
+
+    def records(self, topic: str, partition: int = 0, *, offset: int | None = None,
+                limit: int = 1000) -> list[StoredRecord]:
+        """The records stored in a partition, from `offset` (default: the first kept), at most `limit`."""
+        found = self._call().records(topic, partition, offset, limit)
+        return [StoredRecord(r["topic"], r["partition"], r["offset"], r["timestamp"], r["key"], r["value"],
+                             [(name, value) for name, value in r["headers"]]) for r in found]
+
+    def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """{(topic, partition): offset} committed by a consumer group."""
+        return {(entry["topic"], entry["partition"]): entry["offset"]
+                for entry in self._call().committed_offsets(group)}
+
+    # --- faults ---------------------------------------------------------------------------------------------------
+
+    def inject_error(self, api: str | int, error: str | int, count: int | None = 1,
+                     topic: str | None = None) -> dict:
+        """Answer the next `count` requests of `api` (those naming `topic`, when given) with `error`, by Kafka's
+        name or code, in the form Kafka answers that API with an error; count=None: until cleared."""
+        return self._call().inject_error(api, error, count, topic)
+
+    def inject_latency(self, api: str | int | None, ms: float, count: int | None = None) -> dict:
+        """Delay requests of `api` (None: of every API) by `ms` before serving them; the next `count` ones, or
+        every one until cleared. ms=0 removes the delay."""
+        return self._call().inject_latency(api, ms, count)
+
+    def drop_connections_after(self, after: int = 0, api: str | int | None = None,
+                               count: int | None = 1) -> dict:
+        """Serve `after` more requests (of `api`, when given), then close the connection of the next one without
+        answering it; `count` times, or until cleared with count=None."""
+        return self._call().drop_connections_after(after, api, count)
+
+    def clear_faults(self) -> None:
+        self._call().clear_faults()
+
+    def faults(self) -> dict:
+        return self._call().faults()
+
+    def down(self) -> None:
+        """Vanish from the network: listeners closed, every client connection cut; data and state are kept."""
+        self._call().down()
+
+    def up(self) -> None:
+        """Listen again on the same port after `down()`."""
+        self._call().up()
+
+    @property
+    def is_up(self) -> bool:
+        return bool(self._call().status()["up"])
+
+    # --- the request log ------------------------------------------------------------------------------------------
+
+    def requests(self, since: int = 0, api: str | int | None = None) -> list[RequestLogEntry]:
+        """Requests received (numbered above `since`, of `api` when given), oldest first."""
+        return [RequestLogEntry.from_dict(entry) for entry in self._call().requests(since, api)]
+
+    def clear_requests(self) -> None:
+        self._call().clear_requests()
+
+    # --- internals ------------------------------------------------------------------------------------------------
+
+    def _call(self):
+        self._require_running()
+        return self._ops
+
+    def _require_running(self) -> None:
+        if self._ops is None:
+            raise EmbeddedBrokerError("the embedded broker is stopped")
+
+    def _start(self) -> None:
+        if self.mode == THREAD:
+            self._start_thread()
+        else:
+            self._start_subprocess()
+
+    def _stop_broker(self) -> None:
+        self._ops = None
+        self._resources.stop_broker()
+
+    def _start_thread(self) -> None:
+        from .config import BrokerConfig, ConfigError
+        from .control.operations import ControlOperations
+        from .server.run import BrokerRuntime, StartupError, registry_for
+
+        try:
+            config = BrokerConfig.from_sources(overrides=[f"{name}={value}" for name, value in self.settings.items()],
+                                               listen=self._listen(), data_dir=self.data_dir)
+            handlers = registry_for(self.emulate)
+        except (ConfigError, StartupError) as exc:
+            raise EmbeddedBrokerError(str(exc)) from None
+        runtime = BrokerRuntime(config, handlers=handlers, control_listen=self._control_listen,
+                                record_requests=True)
+        loop_thread = self._resources.loop_thread()
+        try:
+            loop_thread.call(runtime.start(), START_TIMEOUT_S)
+        except StartupError as exc:
+            raise EmbeddedBrokerError(str(exc)) from None
+        self._resources.runtime = runtime
+        self.port = runtime.server.listeners[0].port
+        self._resources.control_url = runtime.control.url if runtime.control is not None else None
+        self._ops = _OnLoop(loop_thread, ControlOperations(runtime))
+
+    def _start_subprocess(self) -> None:
+        from .control.client import ControlClient
+
+        command = [sys.executable, "-m", "compatbroker", "serve", "--listen", self._listen(),
+                   "--data-dir", self.data_dir, "--control-listen", self._control_listen or "127.0.0.1:0",
+                   "--log-level", self._log_level]
+        for name, value in self.settings.items():
+            command += ["--set", f"{name}={value}"]
+        if self.emulate is not None:
+            command += ["--emulate", self.emulate]
+        port, url = self._resources.start_process(command, self.log_path)
+        self.port = port
+        self._resources.control_url = url
+        self._ops = ControlClient(url, timeout_s=CALL_TIMEOUT_S)
+
+    def _listen(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+class _OnLoop:
+    """ControlOperations called from another thread: each call runs on the broker's loop and waits for it."""
+
+    def __init__(self, loop_thread: _LoopThread, operations):
+        self._loop_thread = loop_thread
+        self._operations = operations
+
+    def __getattr__(self, name):
+        operation = getattr(self._operations, name)
+
+        def call(*args):
+            return self._loop_thread.call(operation(*args), CALL_TIMEOUT_S)
+
+        return call
+
+
+class _LoopThread:
+    """An event loop running in a daemon thread until `close()`."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="compatbroker-embedded", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            with contextlib.suppress(Exception):
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+                self.loop.run_until_complete(self.loop.shutdown_default_executor())
+            self.loop.close()
+
+    def call(self, coroutine, timeout_s: float):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(STOP_TIMEOUT_S)
+
+
+class _Resources:
+    """What an EmbeddedBroker holds outside Python objects (a loop thread or a child process, a temporary
+    directory), kept apart from it so that a finalizer can release them when the broker is never stopped."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.control_url: str | None = None
+        self.runtime = None  # the BrokerRuntime on the loop thread (thread mode)
+        self._loop_thread: _LoopThread | None = None
+        self._process: subprocess.Popen | None = None
+
+    def stop_broker(self) -> None:
+        """Stop the running broker (thread or process), keeping the loop thread and the directory."""
+        runtime, self.runtime = self.runtime, None
+        if runtime is not None:
+            self._loop_thread.call(runtime.stop(), STOP_TIMEOUT_S + 5)
+        self.stop_process()
+
+    def loop_thread(self) -> _LoopThread:
+        if self._loop_thread is None:
+            self._loop_thread = _LoopThread()
+        return self._loop_thread
+
+    def start_process(self, command: list[str], log_path: str) -> tuple[int, str]:
+        """Start the broker process and wait for its two ready lines: (port, control URL)."""
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        self._process = process
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_forward_lines, args=(process.stdout, lines), daemon=True).start()
+        try:
+            listening = _LISTENING.match(lines.get(timeout=START_TIMEOUT_S) or "")
+            control = _CONTROL.match(lines.get(timeout=START_TIMEOUT_S) or "") if listening else None
+        except queue.Empty:
+            listening = control = None
+        if listening is None or control is None:
+            self.stop_process()
+            raise EmbeddedBrokerError(f"the broker process did not start: {_tail(log_path)}")
+        return int(listening["port"]), control["url"]
+
+    def stop_process(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def release(self) -> None:
+        """Stop whatever still runs and remove the temporary directory."""
+        with contextlib.suppress(Exception):  # releasing at exit: the directory must go whatever happened
+            self.stop_broker()
+        if self._loop_thread is not None:
+            self._loop_thread.close()
+            self._loop_thread = None
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _forward_lines(stream, lines: queue.Queue) -> None:
+    """Hand the process's stdout lines over; keep reading so that it never blocks on a full pipe."""
+    for raw in stream:
+        lines.put(raw.decode(errors="replace").rstrip("\n"))
+    lines.put(None)
+
+
+def _tail(path: str, size: int = 2000) -> str:
+    try:
+        with open(path, "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - size))
+            return log.read().decode(errors="replace").strip() or "(no output)"
+    except OSError:
+        return "(no log)"

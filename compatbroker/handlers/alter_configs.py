@@ -1,0 +1,147 @@
+"""AlterConfigs (API key 33), versions 0-2: replace the whole set of a resource's config overrides.
+
+Behaviour, as Kafka's (a broker that forwards to its controller, whose checks come in this order):
+- A resource named twice in one request answers INVALID_REQUEST for each mention; a config key named twice within
+  a resource, or a null value, answers INVALID_REQUEST.
+- TOPIC (2): the given keys become the topic's overrides and every key left out falls back to its default (Kafka's
+  legacy semantics; IncrementalAlterConfigs changes single keys). An empty name answers INVALID_REQUEST, an illegal
+  one INVALID_TOPIC_EXCEPTION; a key Kafka does not know, a bad value or a rule broken by the new set (such as
+  min.compaction.lag.ms above max.compaction.lag.ms) INVALID_CONFIG; then a topic that does not exist
+  UNKNOWN_TOPIC_OR_PARTITION. The change is persisted (`compatbroker-topic-configs.json`) and applied at once to
+  every partition: segment size and age, retention, cleanup policy, max.message.bytes, timestamp type and
+  compression (recompression on append) take effect from the next append or storage pass.
+- BROKER (4): the name must be this node's id or empty (the cluster-wide default), otherwise INVALID_REQUEST. A
+  broker config Kafka cannot change at run time answers INVALID_REQUEST ("Cannot update these configs
+  dynamically"), as do a listener or security config set cluster-wide or without a listener prefix, and a value
+  of the wrong type (Kafka reports broker-side validation failures as INVALID_REQUEST).
+- BROKER_LOGGER (8) and any other type: INVALID_REQUEST (loggers only change through IncrementalAlterConfigs).
+- `validate_only` runs every check and changes nothing.
+
+Deviations: a broker config change that Kafka would accept is refused with POLICY_VIOLATION (unless
+`validate_only`): compatbroker reads its broker configs at start-up only (server.properties, `--set`). The
+CLIENT_METRICS and GROUP resources of Kafka 4 answer INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .. import topic_names
+from ..config_catalog import BROKER_CONFIGS, parse_value
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import AlterConfigsResponse
+from ..storage.log_config import ConfigError
+from .describe_configs import BROKER, TOPIC, ResourceError, check_node_id
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 33
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+_PER_BROKER_ONLY = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
+_LISTENER_PREFIX = "listener.name."
+
+Response = AlterConfigsResponse.AlterConfigsResourceResponse
+
+
+async def handle(ctx: RequestContext, request) -> AlterConfigsResponse:
+    outcomes = alter_each(request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only))
+    return AlterConfigsResponse(throttle_time_ms=0, responses=[
+        Response(error_code=code, error_message=message, resource_type=resource.resource_type,
+                 resource_name=resource.resource_name) for resource, (code, message) in zip(request.resources,
+                                                                                            outcomes)])
+
+
+def _alter(broker, resource, validate_only: bool) -> None:
+    check_keys(resource.configs, null_allowed=False)
+    overrides = {config.name: config.value for config in resource.configs}
+    if resource.resource_type == TOPIC:
+        change_topic(broker, resource.resource_name, overrides, validate_only)
+    elif resource.resource_type == BROKER:
+        change_broker(broker, resource.resource_name, overrides, validate_only)
+    else:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered here")
+
+
+# --- shared with IncrementalAlterConfigs --------------------------------------------------------------------------
+
+def alter_each(resources, alter) -> list[tuple[ErrorCode, str | None]]:
+    """(error code, message) for each resource, in request order: INVALID_REQUEST for every mention of a resource
+    named twice, otherwise what `alter(resource)` raises (or success)."""
+    seen: dict[tuple[int, str], int] = {}
+    for resource in resources:
+        key = (resource.resource_type, resource.resource_name)
+        seen[key] = seen.get(key, 0) + 1
+    outcomes = []
+    for resource in resources:
+        if seen[(resource.resource_type, resource.resource_name)] > 1:
+            outcomes.append((ErrorCode.INVALID_REQUEST, "resource named more than once in the request"))
+            continue
+        try:
+            alter(resource)
+        except ResourceError as failure:
+            outcomes.append((failure.code, failure.message))
+        else:
+            outcomes.append((ErrorCode.NONE, None))
+    return outcomes
+
+
+def check_keys(configs, *, null_allowed) -> None:
+    """Kafka's checks of a resource's entries before anything else: no key twice, no null value (except where
+    `null_allowed(config)` says so)."""
+    names = [config.name for config in configs]
+    if len(set(names)) != len(names):
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "a config key is named more than once")
+    nulls = [config.name for config in configs
+             if config.value is None and not (null_allowed and null_allowed(config))]
+    if nulls:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"null value (allowed for DELETE only) for {', '.join(nulls)}")
+
+
+def change_topic(broker, topic: str, overrides: Mapping[str, str], validate_only: bool) -> None:
+    """Make `overrides` the whole override set of `topic`, after Kafka's checks; persisted and applied live."""
+    if not topic:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "a topic resource needs a topic name")
+    reason = topic_names.invalid_reason(topic)
+    if reason is not None:
+        raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name: {reason}")
+    try:
+        broker.logs.default_config.with_overrides(overrides)
+    except ConfigError as exc:
+        raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if broker.topic(topic) is None:
+        raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}")
+    if not validate_only:
+        broker.logs.set_topic_config(topic, dict(overrides))
+
+
+def change_broker(broker, name: str, properties: Mapping[str, str], validate_only: bool) -> None:
+    """Kafka's checks of a dynamic broker config change; one that passes is refused (see the module's
+    deviations) unless it only validates or changes nothing."""
+    if name:
+        check_node_id(broker, name)
+    _refuse(sorted(key for key in properties if key in BROKER_CONFIGS and not BROKER_CONFIGS[key].dynamic),
+            "these broker configs only change with a restart")
+    _refuse(sorted(key for key in properties if key.startswith(("ssl.", "sasl.")) and key in BROKER_CONFIGS),
+            "security configs change per listener only, under listener.name.<listener>.")
+    for key, value in properties.items():
+        if key in BROKER_CONFIGS:
+            try:
+                parse_value(BROKER_CONFIGS[key], value)
+            except (TypeError, ValueError) as exc:
+                raise ResourceError(ErrorCode.INVALID_REQUEST,
+                                    f"{key}={value!r}: {exc}") from None
+    if not name:
+        _refuse(sorted(key for key in properties if key in _PER_BROKER_ONLY or key.startswith(_LISTENER_PREFIX)),
+                "these configs belong to one broker, name its id to change")
+    if properties and not validate_only:
+        raise ResourceError(ErrorCode.POLICY_VIOLATION,
+                            "compatbroker reads broker configs at start-up only: set "
+                            f"{', '.join(sorted(properties))} in server.properties or with --set, then restart")
+
+
+def _refuse(names: list[str], reason: str) -> None:
+    if names:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"{reason}: {', '.join(names)}")

@@ -1,0 +1,77 @@
+"""CreatePartitions (API key 37), versions 0-3: grow topics to a new partition count.
+
+Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
+- A name given twice answers INVALID_REQUEST ("Duplicate topic name.") once and grows nothing; an unknown topic
+  answers UNKNOWN_TOPIC_OR_PARTITION (no message).
+- A count equal to or below the current one answers INVALID_PARTITIONS. Assignments, when given, must hold one
+  replica list per new partition, each checked as CreateTopics checks them, of the topic's replication factor (1);
+  otherwise INVALID_REPLICA_ASSIGNMENT.
+- `validate_only` runs the checks and changes nothing. Otherwise the new partitions start empty at once
+  (`Broker.add_partitions`), and Metadata reports them: a consumer group's leader notices the new count on its next
+  metadata refresh and rejoins, and the group's next assignment includes them.
+- Error messages are Kafka's. Results list duplicates first, then the other topics in request order.
+
+Deviation: `timeout_ms` is not used (the change is synchronous).
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import CreatePartitionsResponse
+from ..storage import StorageError
+from .create_topics import Refused, check_replicas
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 37
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+REPLICATION_FACTOR = 1  # of every topic on a single broker
+Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx: RequestContext, request) -> CreatePartitionsResponse:
+    counts = Counter(topic.name for topic in request.topics)
+    results = [Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
+               for name, count in counts.items() if count > 1]
+    results += [_grow(ctx.broker, topic, request.validate_only) for topic in request.topics if counts[topic.name] == 1]
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+
+def _grow(broker, topic, validate_only: bool):
+    try:
+        _check(broker, topic)
+        if not validate_only:
+            broker.add_partitions(topic.name, topic.count)
+    except Refused as refused:
+        return Result(name=topic.name, error_code=refused.error_code, error_message=refused.message)
+    except (OSError, StorageError) as exc:
+        log.error("adding partitions to topic %s failed: %s", topic.name, exc)
+        return Result(name=topic.name, error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
+    return Result(name=topic.name, error_code=ErrorCode.NONE, error_message=None)
+
+
+def _check(broker, topic) -> None:
+    info = broker.topic(topic.name)
+    if info is None:
+        raise Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+    if topic.count == info.partitions:
+        raise Refused(ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.partitions} partition(s).")
+    if topic.count < info.partitions:
+        raise Refused(ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {info.partitions} "
+                                                    f"partition(s); {topic.count} would not be an increase.")
+    if topic.assignments is None:
+        return
+    additional = topic.count - info.partitions
+    if len(topic.assignments) != additional:
+        raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
+                      "assignment(s) were specified.")
+    for assignment in topic.assignments:
+        check_replicas(broker, assignment.broker_ids, REPLICATION_FACTOR)

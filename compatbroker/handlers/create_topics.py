@@ -1,0 +1,214 @@
+"""CreateTopics (API key 19), versions 0-7: create topics with a partition count, a replication factor or explicit
+replica assignments, and topic-level config overrides.
+
+Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
+- A name given twice in one request answers INVALID_REQUEST ("Duplicate topic name.") once, and neither copy is
+  created. `__cluster_metadata` answers INVALID_REQUEST. An illegal name (Kafka's rules, see `topic_names`) or one
+  that collides with an existing topic ('.' versus '_') answers INVALID_TOPIC_EXCEPTION, an existing topic
+  TOPIC_ALREADY_EXISTS.
+- Configs: a null value answers INVALID_CONFIG, and so does a name or value that storage refuses (ConfigError).
+- Counts: num_partitions -1 takes `num.partitions`, replication_factor -1 takes `default.replication.factor`; 0 or
+  below -1 answers INVALID_REPLICATION_FACTOR (checked first) or INVALID_PARTITIONS. With one broker, a replication
+  factor above 1 answers INVALID_REPLICATION_FACTOR.
+- Explicit assignments need both counts at -1 (INVALID_REQUEST otherwise); each partition once, consecutive from 0,
+  every replica list non-empty, naming this broker only and once, all lists of one length
+  (INVALID_REPLICA_ASSIGNMENT otherwise).
+- `validate_only` runs every check and answers as a creation would (with a topic id that is then thrown away, as
+  Kafka does) but creates nothing.
+- Answers carry Kafka's error messages (v1+). From v5 a created topic reports its partition count, replication
+  factor and every topic config with its source (`config_catalog`), from v7 its topic id.
+
+Deviations: `timeout_ms` is not used (creation is synchronous). Names that collide with each other within one
+request are refused in request order (Kafka checks collisions only against topics that existed before the request,
+and so would create both). Results keep the request's order, duplicates last.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .. import topic_names
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import CreateTopicsResponse
+from ..storage import StorageError
+from ..storage.log_config import ConfigError
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 19
+MIN_VERSION = 0
+MAX_VERSION = 7
+
+DEFAULT = -1  # num_partitions / replication_factor: the broker's default
+Result = CreateTopicsResponse.CreatableTopicResult
+ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
+log = logging.getLogger(__name__)
+
+
+class Refused(Exception):
+    """A topic (or its new partitions) cannot be created: the error code and Kafka's message for it."""
+
+    def __init__(self, error_code: ErrorCode, message: str | None):
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Plan:
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+
+
+async def handle(ctx: RequestContext, request) -> CreateTopicsResponse:
+    counts = Counter(topic.name for topic in request.topics)
+    results = [_create(ctx, topic, request.validate_only) for topic in request.topics if counts[topic.name] == 1]
+    results += [Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
+                for name, count in counts.items() if count > 1]
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+def _create(ctx: RequestContext, topic, validate_only: bool):
+    broker = ctx.broker
+    try:
+        plan = _plan(broker, topic)
+        topic_id = uuid.uuid4() if validate_only else _create_topic(broker, topic.name, plan)
+    except Refused as refused:
+        return Result(name=topic.name, error_code=refused.error_code, error_message=refused.message)
+    result = Result(name=topic.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+                    num_partitions=plan.partitions, replication_factor=plan.replication_factor)
+    if ctx.api_version >= 5:
+        result.configs = _config_results(broker, topic.name, plan.configs, created=not validate_only)
+    return result
+
+
+def _create_topic(broker, name: str, plan: _Plan) -> uuid.UUID:
+    try:
+        return broker.create_topic(name, plan.partitions, plan.configs).topic_id
+    except (OSError, StorageError) as exc:
+        log.error("creating topic %s failed: %s", name, exc)
+        raise Refused(ErrorCode.KAFKA_STORAGE_ERROR, f"Topic '{name}' could not be created: {exc}") from exc
+
+
+# --- the checks, in Kafka's order -----------------------------------------------------------------------------------
+
+def _plan(broker, topic) -> _Plan:
+    _check_name(broker, topic.name)
+    configs = _configs(broker, topic.configs)
+    partitions, replication_factor = _layout(broker, topic)
+    return _Plan(partitions, replication_factor, configs)
+
+
+def _check_name(broker, name: str) -> None:
+    if name == topic_names.CLUSTER_METADATA_TOPIC:
+        raise Refused(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
+    reason = topic_names.invalid_reason(name)
+    if reason is not None:
+        raise Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {reason}")
+    if broker.topic(name) is not None:
+        raise Refused(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    other = topic_names.find_collision(name, broker.topics())
+    if other is not None:
+        raise Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}")
+
+
+def _configs(broker, entries) -> dict[str, str]:
+    """The request's config overrides (a name given twice keeps its last value, as Kafka's map does)."""
+    nulls = [entry.name for entry in entries if entry.value is None]
+    if nulls:
+        raise Refused(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}")
+    configs = {entry.name: entry.value for entry in entries}
+    try:
+        broker.check_topic_configs(configs)
+    except ConfigError as exc:
+        raise Refused(ErrorCode.INVALID_CONFIG, str(exc)) from exc
+    return configs
+
+
+def _layout(broker, topic) -> tuple[int, int]:
+    """(partition count, replication factor) of the new topic."""
+    if topic.assignments:
+        return _manual_layout(broker, topic)
+    if topic.replication_factor < DEFAULT or topic.replication_factor == 0:
+        raise Refused(ErrorCode.INVALID_REPLICATION_FACTOR,
+                      "Replication factor must be larger than 0, or -1 to use the default value.")
+    if topic.num_partitions < DEFAULT or topic.num_partitions == 0:
+        raise Refused(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+    config = broker.config
+    partitions = config.num_partitions if topic.num_partitions == DEFAULT else topic.num_partitions
+    replication_factor = (config.default_replication_factor if topic.replication_factor == DEFAULT
+                          else topic.replication_factor)
+    if replication_factor > 1:  # one broker is all this cluster has
+        raise Refused(ErrorCode.INVALID_REPLICATION_FACTOR,
+                      f"Unable to replicate the partition {replication_factor} time(s): The target replication "
+                      f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
+    return partitions, replication_factor
+
+
+def _manual_layout(broker, topic) -> tuple[int, int]:
+    if topic.replication_factor != DEFAULT:
+        raise Refused(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but replication "
+                                                 "factor was not set to -1.")
+    if topic.num_partitions != DEFAULT:
+        raise Refused(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but numPartitions "
+                                                 "was not set to -1.")
+    seen: set[int] = set()
+    replication_factor = None
+    for assignment in topic.assignments:
+        if assignment.partition_index in seen:
+            raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition assignments for "
+                                                                f"partition {assignment.partition_index}")
+        check_replicas(broker, assignment.broker_ids, replication_factor)
+        replication_factor = len(assignment.broker_ids)
+        seen.add(assignment.partition_index)
+    if seen != set(range(len(seen))):
+        raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      "partitions should be a consecutive 0-based integer sequence")
+    return len(seen), replication_factor
+
+
+def check_replicas(broker, broker_ids: list[int], replication_factor: int | None) -> None:
+    """Kafka's checks of one partition's manual replica list (CreateTopics and CreatePartitions): non-empty, every
+    broker registered (here: this one) and named once, as many replicas as the other partitions have."""
+    if not broker_ids:
+        raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      "The manual partition assignment includes an empty replica list.")
+    previous = None
+    for broker_id in sorted(broker_ids):
+        if broker_id != broker.node_id:
+            raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker "
+                                                                f"{broker_id}, but no such broker is registered.")
+        if broker_id == previous:
+            raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes the "
+                                                                f"broker {broker_id} more than once.")
+        previous = broker_id
+    if replication_factor is not None and len(broker_ids) != replication_factor:
+        raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but "
+                      f"this is not consistent with previous partitions, which have {replication_factor} "
+                      "replica(s).")
+
+
+# --- v5+: the configs of the new topic ------------------------------------------------------------------------------
+
+def _config_results(broker, name: str, overrides: dict[str, str], *, created: bool) -> list:
+    """Every topic config of the topic, sorted by name, as DescribeConfigs describes it (sensitive values hidden).
+    A validate-only request describes the topic it would have created: the broker's defaults, with the request's
+    overrides applied as topic-level settings."""
+    from .. import config_catalog  # imported on use: only v5+ answers need the catalog
+
+    results = []
+    for entry in config_catalog.describe_topic_configs(broker, name):
+        value, source = entry.value, entry.source
+        if not created and entry.name in overrides:
+            value = config_catalog.normalized(config_catalog.TOPIC_CONFIGS[entry.name], overrides[entry.name])
+            source = config_catalog.DYNAMIC_TOPIC_CONFIG
+        results.append(ConfigResult(name=entry.name, value=None if entry.is_sensitive else value,
+                                    read_only=entry.read_only, config_source=source,
+                                    is_sensitive=entry.is_sensitive))
+    return results

@@ -1,0 +1,59 @@
+"""DescribeCluster (API key 60), versions 0-2: the cluster id, the controller and the brokers (just this one).
+
+Behaviour, as a Kafka broker answers:
+- The broker list holds this broker with the endpoint of the listener the request came in on (as Metadata does),
+  no rack, never fenced (v2). A broker names a live broker as the controller (clients send controller requests to
+  a broker, which forwards them): here, itself.
+- `endpoint_type` (v1+): 1 (brokers) is served; 2 (controllers) answers MISMATCHED_ENDPOINT_TYPE, since this is a
+  broker's listener, and any other value UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message (a v0 request cannot
+  carry the field). A served answer says endpoint type 1.
+- Cluster authorized operations: -2147483648 unless asked for; when asked, every cluster operation Kafka supports
+  (no authorizer runs), as Metadata answers.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import DescribeClusterResponse
+from .metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_AUTHORIZED_OPERATIONS
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 60
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+BROKER_ENDPOINT = 1
+CONTROLLER_ENDPOINT = 2
+_ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
+
+
+async def handle(ctx: RequestContext, request) -> DescribeClusterResponse:
+    refusal = _endpoint_refusal(request.endpoint_type, ctx.api_version)
+    if refusal is not None:
+        return refusal
+    broker = ctx.broker
+    host, port = broker.advertised_endpoint(ctx.listener_host, ctx.listener_port)
+    operations = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
+                  else AUTHORIZED_OPERATIONS_OMITTED)
+    return DescribeClusterResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=BROKER_ENDPOINT,
+        cluster_id=broker.cluster_id, controller_id=broker.node_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=host, port=port,
+                                                               rack=None, is_fenced=False)],
+        cluster_authorized_operations=operations)
+
+
+def _endpoint_refusal(endpoint_type: int, version: int) -> DescribeClusterResponse | None:
+    if endpoint_type == BROKER_ENDPOINT:
+        return None
+    if endpoint_type not in _ENDPOINT_NAMES:
+        code = ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        message = f"Unsupported endpoint type {endpoint_type}"
+    else:
+        code = ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        message = (f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+                   f"{_ENDPOINT_NAMES[endpoint_type]}")
+    return DescribeClusterResponse(throttle_time_ms=0, error_code=code, error_message=message)

@@ -1,0 +1,132 @@
+"""DescribeConfigs (API key 32), versions 0-4: the configuration of topics, of the broker and of its loggers.
+
+Behaviour, as Kafka's:
+- TOPIC (2): every topic config Kafka has, defaults included, with its value, source (1 topic override, 4 set in
+  the broker's properties, 5 default), read_only false and, when asked, synonyms (v1+: the topic override, then the
+  broker-level names that could supply the value) and documentation (v3+); see `compatbroker.config_catalog`. An
+  illegal name answers INVALID_TOPIC_EXCEPTION, a topic that does not exist UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER (4): the name must be this node's id, giving every catalogued broker config (read_only unless Kafka can
+  change it at run time, secrets with a null value), or empty, giving the cluster-wide dynamic defaults (none
+  here). Another id or a name that is not a number answers INVALID_REQUEST.
+- BROKER_LOGGER (8): the name must be this node's id (empty or another answers INVALID_REQUEST); the entries are the
+  process's loggers (and "root") with their levels, source DYNAMIC_BROKER_LOGGER_CONFIG.
+- `configuration_keys` null or empty asks for every key; otherwise only the named keys are returned (an unknown
+  name is simply left out). v0 answers `is_default` (true when the source is the default) instead of the source.
+- A resource type Kafka does not know fails the whole request: every resource answers INVALID_REQUEST.
+
+Deviations: Kafka lists entries in hash order, we sort them by name. The CLIENT_METRICS (16) and GROUP (32)
+resources of Kafka 4 are not kept here and answer INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import config_catalog, topic_names
+from ..config_catalog import DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, UNKNOWN_TYPE, ConfigEntry
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import DescribeConfigsResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 32
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+CLIENT_METRICS = 16
+GROUP = 32
+KNOWN_RESOURCE_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP})
+
+Result = DescribeConfigsResponse.DescribeConfigsResult
+Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+
+
+class ResourceError(Exception):
+    """A resource cannot be described (or altered): the error code to answer and why."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+async def handle(ctx: RequestContext, request) -> DescribeConfigsResponse:
+    unknown = [r.resource_type for r in request.resources if r.resource_type not in KNOWN_RESOURCE_TYPES]
+    if unknown:  # Kafka fails the whole request on a type it cannot authorize
+        failure = ResourceError(ErrorCode.INVALID_REQUEST, f"resource type {unknown[0]} is not a config resource")
+        return DescribeConfigsResponse(throttle_time_ms=0,
+                                       results=[_failed(r, failure) for r in request.resources])
+    return DescribeConfigsResponse(throttle_time_ms=0,
+                                   results=[_describe(ctx, request, resource) for resource in request.resources])
+
+
+def _describe(ctx: RequestContext, request, resource) -> Result:
+    try:
+        entries = _entries(ctx.broker, resource)
+    except ResourceError as failure:
+        return _failed(resource, failure)
+    wanted = set(resource.configuration_keys or ())
+    return Result(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
+                  resource_name=resource.resource_name,
+                  configs=[_wire_entry(ctx.api_version, entry, request) for entry in entries
+                           if not wanted or entry.name in wanted])
+
+
+def _entries(broker, resource) -> list[ConfigEntry]:
+    if resource.resource_type == TOPIC:
+        return _topic_entries(broker, resource.resource_name)
+    if resource.resource_type == BROKER:
+        if not resource.resource_name:
+            return []  # the cluster-wide dynamic defaults: this broker keeps none
+        check_node_id(broker, resource.resource_name)
+        return config_catalog.describe_broker_configs(broker)
+    if resource.resource_type == BROKER_LOGGER:
+        if not resource.resource_name:
+            raise ResourceError(ErrorCode.INVALID_REQUEST, "a broker logger resource needs the broker id")
+        check_node_id(broker, resource.resource_name)
+        return [ConfigEntry(name, level, False, DYNAMIC_BROKER_LOGGER_CONFIG, False, UNKNOWN_TYPE, None)
+                for name, level in config_catalog.broker_loggers().items()]
+    raise ResourceError(ErrorCode.INVALID_REQUEST,
+                        f"resource type {resource.resource_type} is not kept by this broker")
+
+
+def _topic_entries(broker, name: str) -> list[ConfigEntry]:
+    reason = topic_names.invalid_reason(name)
+    if reason is not None:
+        raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name: {reason}")
+    if broker.topic(name) is None:
+        raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+    return config_catalog.describe_topic_configs(broker, name)
+
+
+def check_node_id(broker, name: str) -> None:
+    """Kafka's rule for BROKER and BROKER_LOGGER resource names: this node's id as a decimal number."""
+    try:
+        node_id = int(name)
+    except ValueError:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a node id") from None
+    if node_id != broker.node_id:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"this is node {broker.node_id}, not node {name}")
+
+
+def _wire_entry(version: int, entry: ConfigEntry, request) -> Entry:
+    wire = Entry(name=entry.name, value=entry.value, read_only=entry.read_only, is_sensitive=entry.is_sensitive)
+    if version == 0:
+        wire.is_default = entry.source == DEFAULT_CONFIG
+        return wire
+    wire.config_source = entry.source
+    if request.include_synonyms:
+        wire.synonyms = [Synonym(name=name, value=value, source=source) for name, value, source in entry.synonyms]
+    if version >= 3:
+        wire.config_type = entry.config_type
+        wire.documentation = entry.documentation if request.include_documentation else None
+    return wire
+
+
+def _failed(resource, failure: ResourceError) -> Result:
+    return Result(error_code=failure.code, error_message=failure.message, resource_type=resource.resource_type,
+                  resource_name=resource.resource_name, configs=[])

@@ -1,0 +1,62 @@
+"""DescribeLogDirs (API key 35), versions 0-5: the data directory and the partitions it holds.
+
+Behaviour, as a Kafka broker answers:
+- One result: the data directory's absolute path, and for each asked partition that exists its size (the bytes of
+  its segment files, as Kafka's `log.size`), offset lag 0 (this broker is the leader, so its log end is the high
+  watermark) and is_future_key false. Topics are listed by name with their partitions in order; partitions that
+  do not exist are left out, and so are topics left with none.
+- `topics` null means every partition; an empty list means none (the directory is still described).
+- v3+: the top-level error code (0); v4+: the file system's total and usable bytes (`os.statvfs`: blocks and blocks
+  available to unprivileged users, times the fragment size, as Java's FileStore reports them); v5: never cordoned.
+- A data directory that cannot be examined answers KAFKA_STORAGE_ERROR in its result.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import DescribeLogDirsResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 35
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+Result = DescribeLogDirsResponse.DescribeLogDirsResult
+TopicResult = DescribeLogDirsResponse.DescribeLogDirsTopic
+PartitionResult = DescribeLogDirsResponse.DescribeLogDirsPartition
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx: RequestContext, request) -> DescribeLogDirsResponse:
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
+                                   results=[_describe(ctx.broker.logs, _wanted(request))])
+
+
+def _wanted(request) -> set[tuple[str, int]] | None:
+    if request.topics is None:
+        return None
+    return {(topic.topic, partition) for topic in request.topics for partition in topic.partitions}
+
+
+def _describe(logs, wanted: set[tuple[str, int]] | None):
+    path = logs.data_dir
+    try:
+        stats = os.statvfs(path)
+    except OSError as exc:
+        log.error("cannot describe data directory %s: %s", path, exc)
+        return Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=path, topics=[])
+    topics: dict[str, list] = {}
+    for (topic, partition), partition_log in sorted(logs.logs.items()):
+        if wanted is None or (topic, partition) in wanted:
+            topics.setdefault(topic, []).append(PartitionResult(partition_index=partition,
+                                                                partition_size=partition_log.size, offset_lag=0,
+                                                                is_future_key=False))
+    return Result(error_code=ErrorCode.NONE, log_dir=path,
+                  topics=[TopicResult(name=name, partitions=partitions) for name, partitions in topics.items()],
+                  total_bytes=stats.f_blocks * stats.f_frsize, usable_bytes=stats.f_bavail * stats.f_frsize,
+                  is_cordoned=False)

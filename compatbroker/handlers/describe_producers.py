@@ -1,0 +1,70 @@
+"""DescribeProducers (API key 61), version 0: the producers each partition's log tracks (KIP-664).
+
+Each asked partition answers its active producers, in producer id order: producer id, epoch, last sequence, last
+timestamp, coordinator epoch and the first offset of the transaction it has open (-1 without one), as storage's
+producer state holds them. A producer drops out once storage expires it (`producer.id.expiration.ms`).
+
+Errors, as Kafka's: an illegal topic name is INVALID_TOPIC_EXCEPTION with the reason as the message; an unknown
+topic is UNKNOWN_TOPIC_OR_PARTITION with that error's message; a partition the topic does not have is
+UNKNOWN_TOPIC_OR_PARTITION without one. Topics and partitions are answered in the order asked, repeats included.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import topic_names
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import DescribeProducersResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 61
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+TopicResponse = DescribeProducersResponse.TopicResponse
+PartitionResponse = DescribeProducersResponse.PartitionResponse
+ProducerState = DescribeProducersResponse.ProducerState
+
+
+async def handle(ctx: RequestContext, request) -> DescribeProducersResponse:
+    topics = [TopicResponse(name=topic.name, partitions=_describe_topic(ctx.broker, topic))
+              for topic in request.topics]
+    return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
+
+
+def _describe_topic(broker, topic) -> list:
+    problem = _topic_problem(broker, topic.name)
+    if problem is not None:
+        code, message = problem
+        return [PartitionResponse(partition_index=index, error_code=code, error_message=message,
+                                  active_producers=[]) for index in topic.partition_indexes]
+    return [_describe_partition(broker, topic.name, index) for index in topic.partition_indexes]
+
+
+def _topic_problem(broker, name: str) -> tuple[ErrorCode, str] | None:
+    try:
+        topic_names.validate(name)
+    except topic_names.InvalidTopicName as exc:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
+    if broker.topic(name) is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message
+    return None
+
+
+def _describe_partition(broker, topic: str, index: int):
+    partition_log = broker.get_log(topic, index)
+    if partition_log is None:
+        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 error_message=None, active_producers=[])
+    producers = sorted(partition_log.producer_state.active_producers(), key=lambda entry: entry.producer_id)
+    return PartitionResponse(partition_index=index, error_code=ErrorCode.NONE, error_message=None,
+                             active_producers=[_producer(entry) for entry in producers])
+
+
+def _producer(entry):
+    return ProducerState(producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,
+                         last_sequence=entry.last_sequence, last_timestamp=entry.last_timestamp,
+                         coordinator_epoch=entry.coordinator_epoch,
+                         current_txn_start_offset=entry.current_txn_start_offset)

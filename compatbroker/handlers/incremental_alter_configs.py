@@ -1,0 +1,127 @@
+"""IncrementalAlterConfigs (API key 44), versions 0-1: change single config keys (KIP-339).
+
+Each entry is an operation on one key: SET (0) gives it a value, DELETE (1) removes the override (back to the
+default), APPEND (2) and SUBTRACT (3) add or remove comma-separated items of a LIST key's current value (the
+override, or Kafka's default when there is none). Keys the request does not name keep their value.
+
+Behaviour, as Kafka's:
+- A resource named twice answers INVALID_REQUEST for each mention; a key named twice within a resource, or a null
+  value for anything but DELETE, answers INVALID_REQUEST.
+- TOPIC (2): APPEND or SUBTRACT on a key that is not a LIST (or not a topic config at all) answers INVALID_CONFIG;
+  then the resulting overrides get the checks of AlterConfigs (empty name INVALID_REQUEST, illegal name
+  INVALID_TOPIC_EXCEPTION, unknown key or bad value INVALID_CONFIG, missing topic UNKNOWN_TOPIC_OR_PARTITION) and
+  are persisted and applied live. DELETE of a key that has no override changes nothing.
+- BROKER (4): the checks of AlterConfigs on the keys the operations set (DELETE removes a key from the change);
+  APPEND or SUBTRACT on a key that is not a LIST answers INVALID_CONFIG.
+- BROKER_LOGGER (8): the name must be this node's id (INVALID_REQUEST otherwise). SET needs an existing logger
+  (INVALID_CONFIG) and one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL (INVALID_CONFIG); DELETE resets a logger to
+  its parent's level, except the root logger (INVALID_REQUEST); APPEND and SUBTRACT answer INVALID_REQUEST. The
+  loggers are the process's Python loggers; like Kafka's, their levels do not survive a restart.
+- `validate_only` runs every check and changes nothing.
+
+Deviations: an operation code other than 0-3 answers INVALID_REQUEST (Kafka fails it on the controller with an
+unexpected error). A broker config change Kafka would accept is refused with POLICY_VIOLATION, as in AlterConfigs.
+The CLIENT_METRICS and GROUP resources of Kafka 4 answer INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import config_catalog
+from ..config_catalog import BROKER_CONFIGS, LIST, LOG_LEVELS, ROOT_LOGGER, TOPIC_CONFIGS
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import IncrementalAlterConfigsResponse
+from .alter_configs import alter_each, change_broker, change_topic, check_keys
+from .describe_configs import BROKER, BROKER_LOGGER, TOPIC, ResourceError, check_node_id
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 44
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+Response = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+
+
+async def handle(ctx: RequestContext, request) -> IncrementalAlterConfigsResponse:
+    outcomes = alter_each(request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only))
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
+        Response(error_code=code, error_message=message, resource_type=resource.resource_type,
+                 resource_name=resource.resource_name) for resource, (code, message) in zip(request.resources,
+                                                                                            outcomes)])
+
+
+def _alter(broker, resource, validate_only: bool) -> None:
+    check_keys(resource.configs, null_allowed=lambda config: config.config_operation == DELETE)
+    if resource.resource_type == TOPIC:
+        current = broker.logs.topic_overrides.get(resource.resource_name, {})
+        overrides = _apply(resource.configs, current, TOPIC_CONFIGS)
+        change_topic(broker, resource.resource_name, overrides, validate_only)
+    elif resource.resource_type == BROKER:
+        change_broker(broker, resource.resource_name, _apply(resource.configs, {}, BROKER_CONFIGS), validate_only)
+    elif resource.resource_type == BROKER_LOGGER:
+        _alter_loggers(broker, resource, validate_only)
+    else:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered here")
+
+
+def _apply(operations, current: dict[str, str], catalogue) -> dict[str, str]:
+    """The overrides after the operations, in order (Kafka keeps the text of list items as given)."""
+    result = dict(current)
+    for operation in operations:
+        name, code = operation.name, operation.config_operation
+        if code == SET:
+            result[name] = operation.value
+        elif code == DELETE:
+            result.pop(name, None)
+        elif code in (APPEND, SUBTRACT):
+            result[name] = _list_operation(catalogue, name, code, result.get(name), operation.value)
+        else:
+            raise ResourceError(ErrorCode.INVALID_REQUEST, f"unknown config operation {code}")
+    return result
+
+
+def _list_operation(catalogue, name: str, code: int, current: str | None, operand: str) -> str:
+    key = catalogue.get(name)
+    if key is None or key.type != LIST:
+        raise ResourceError(ErrorCode.INVALID_CONFIG,
+                            f"{_OPERATION_NAMES[code]} works on LIST configs only, and {name} is not one")
+    base = key.default if current is None else current
+    items = [item for item in (base or "").split(",") if item]
+    for item in operand.split(","):
+        if code == APPEND and item not in items:
+            items.append(item)
+        elif code == SUBTRACT and item in items:
+            items.remove(item)
+    return ",".join(items)
+
+
+def _alter_loggers(broker, resource, validate_only: bool) -> None:
+    check_node_id(broker, resource.resource_name)
+    for operation in resource.configs:
+        _check_logger_operation(operation)
+    if validate_only:
+        return
+    for operation in resource.configs:
+        config_catalog.set_logger_level(operation.name, operation.value if operation.config_operation == SET
+                                        else None)
+
+
+def _check_logger_operation(operation) -> None:
+    name, code = operation.name, operation.config_operation
+    if code in (APPEND, SUBTRACT):
+        raise ResourceError(ErrorCode.INVALID_REQUEST,
+                            f"loggers take SET and DELETE only, not {_OPERATION_NAMES[code]}")
+    if code not in (SET, DELETE):
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"unknown config operation {code}")
+    if not config_catalog.logger_exists(name):
+        raise ResourceError(ErrorCode.INVALID_CONFIG, f"no logger {name}")
+    if code == DELETE and name == ROOT_LOGGER:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"the {ROOT_LOGGER} logger must keep a level")
+    if code == SET and operation.value not in LOG_LEVELS:
+        raise ResourceError(ErrorCode.INVALID_CONFIG,
+                            f"{operation.value!r} is not a log level: use one of {', '.join(LOG_LEVELS)}")

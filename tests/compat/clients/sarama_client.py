@@ -1,0 +1,142 @@
+"""The Go client sarama, as Debian packages it (golang-github-shopify-sarama-dev), behind the adapter interface.
+
+The program in `sarama/main.go` is built at first use in GOPATH mode against the packaged source
+(`GO111MODULE=off GOPATH=/usr/share/gocode`), into a cache directory keyed by the source's hash, and runs once per
+operation with a JSON command. sarama's defaults matter here: it assumes a Kafka 0.8.2 broker unless told
+otherwise, so it never asks ApiVersions and sends Metadata v0, Produce v0 with magic 0 messages and Fetch v0;
+`with_protocol("2.1.0")` sets its Config.Version for flows that need newer ones (lz4 wants 0.10, zstd 2.1,
+consumer groups 0.10.2).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..records import EARLIEST, LATEST, AtOffset, Consumed, Record
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError
+
+GOPATH = Path("/usr/share/gocode")  # where Debian's golang-*-dev packages put their source
+SARAMA_SOURCE = GOPATH / "src" / "github.com" / "Shopify" / "sarama"
+DEBIAN_PACKAGE = "golang-github-shopify-sarama-dev"
+PROGRAM_SOURCE = Path(__file__).with_name("sarama") / "main.go"
+BUILD_DIR = Path(os.environ.get("COMPATBROKER_SARAMA_DIR", Path.home() / ".cache" / "compatbroker" / "sarama"))
+INSTALL_HINT = (f"apt-get update && apt-get install -y golang-go {DEBIAN_PACKAGE}  (or: bash tests/run.sh; "
+                "COMPATBROKER_SARAMA_DIR selects where the program is built)")
+BUILD_TIMEOUT_S = 600  # the first build compiles sarama and its cgo zstd binding
+
+
+def load() -> SaramaClient:
+    """The adapter, building the program if needed; raises MissingClient with the install command."""
+    from . import MissingClient
+
+    go = shutil.which("go")
+    if go is None or not SARAMA_SOURCE.is_dir():
+        missing = "the go command" if go is None else f"{SARAMA_SOURCE}"
+        raise MissingClient(f"sarama is not installed ({missing} is missing): {INSTALL_HINT}")
+    return SaramaClient(build(go))
+
+
+def build(go: str) -> Path:
+    source = PROGRAM_SOURCE.read_bytes()
+    target = BUILD_DIR / hashlib.sha256(source).hexdigest()[:16] / "sarama-compat"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"sarama-compat.{os.getpid()}.partial")
+    env = os.environ | {"GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": "", "CGO_ENABLED": "1"}
+    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=PROGRAM_SOURCE.parent, env=env,
+                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise ClientError(f"building the sarama program failed:\n{done.stderr[-4000:]}")
+    partial.replace(target)  # atomic: a concurrent run sees the old state or the whole program
+    return target
+
+
+def installed_version() -> str | None:
+    """The Debian package's version, e.g. 1.22.1-1."""
+    try:
+        done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", DEBIAN_PACKAGE], capture_output=True,
+                              text=True, timeout=10)
+    except OSError:
+        return None
+    return done.stdout.strip() or None
+
+
+class SaramaClient(ClientAdapter):
+    name = "sarama"
+    expressive = False  # magic 0 messages carry neither timestamps nor headers
+
+    def __init__(self, program: Path, protocol: str | None = None):
+        self.program = program
+        self.protocol = protocol  # sarama's Config.Version; None keeps its default (0.8.2)
+
+    def with_protocol(self, protocol: str | None) -> SaramaClient:
+        return SaramaClient(self.program, protocol)
+
+    def run(self, command: dict, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+        command = command | {"version": self.protocol or "", "timeout_ms": int(timeout_s * 1000)}
+        try:
+            done = subprocess.run([str(self.program), json.dumps(command)], capture_output=True, text=True,
+                                  timeout=timeout_s + 15)
+        except subprocess.TimeoutExpired:
+            raise ClientError(f"sarama {command['op']} did not finish within {timeout_s + 15} s") from None
+        if done.returncode != 0:
+            raise ClientError(f"sarama {command['op']} failed: {done.stderr.strip()[-2000:]}")
+        return json.loads(done.stdout)
+
+    def metadata(self, bootstrap: str, topic: str | None = None) -> dict:
+        """{"brokers": [host:port...], "topics": {name: [partition...]}}; naming a topic asks for it."""
+        return self.run({"op": "metadata", "bootstrap": bootstrap, "topic": topic or ""})
+
+    def produce(self, bootstrap: str, topic: str, records: Sequence[Record], *, acks: int = -1,
+                compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S):
+        for record in records:
+            if record.headers or record.timestamp is not None or record.partition is not None:
+                raise ValueError(f"sarama's adapter sends keys and values only: {record}")
+        answer = self.run({"op": "produce", "bootstrap": bootstrap, "topic": topic, "acks": acks,
+                           "compression": compression or "none",
+                           "records": [{"key": _b64(r.key), "value": _b64(r.value)} for r in records]}, timeout_s)
+        if acks == 0:
+            return None  # no response, so no offsets
+        return [tuple(placed) for placed in answer["placed"]]
+
+    def consume(self, bootstrap: str, topic: str, count: int, *, partitions: Sequence[int] = (0,),
+                start=EARLIEST, timeout_s: float = DEFAULT_TIMEOUT_S, fetch_wait_ms: int | None = None):
+        if len(partitions) != 1:
+            raise NotImplementedError("the sarama adapter reads one partition per call")
+        answer = self.run({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partition": partitions[0],
+                           "start": _start(start), "count": count}, timeout_s)
+        return [_consumed(r) for r in answer["records"]]
+
+    def group_consume(self, bootstrap: str, topic: str, group: str, count: int,
+                      timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Consumed]:
+        """Joins `group`, reads `count` records from its committed position (oldest without one), commits, leaves."""
+        answer = self.run({"op": "group", "bootstrap": bootstrap, "topic": topic, "group": group, "count": count},
+                          timeout_s)
+        return [_consumed(r) for r in answer["records"]]
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _start(start) -> str:
+    if start == EARLIEST:
+        return "oldest"
+    if start == LATEST:
+        return "newest"
+    if isinstance(start, AtOffset):
+        return str(start.offset)
+    raise NotImplementedError(f"sarama's consumer cannot start at {start}")
+
+
+def _consumed(raw: dict) -> Consumed:
+    def data(field):
+        return None if raw[field] is None else base64.b64decode(raw[field])
+    return Consumed(raw["partition"], raw["offset"], data("key"), data("value"), (), raw["timestamp"])
