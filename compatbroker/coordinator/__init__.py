@@ -119,7 +119,13 @@ class Coordinator:
                 return ErrorCode.GROUP_ID_NOT_FOUND if new_api else ErrorCode.ILLEGAL_GENERATION
             group = self.membership.get_or_create(group_id)
             log.info("group %s created by an offset commit outside group management", group_id)
-        return group.validate_offset_commit(member_id, group_instance_id, generation_id, transactional)
+        error = group.validate_offset_commit(member_id, group_instance_id, generation_id, transactional)
+        member = group.members.get(member_id)
+        if error is ErrorCode.NONE and member is not None and generation_id >= 0 and not transactional:
+            # A member's commit shows it is alive, as a heartbeat would (Kafka's classic coordinator): a consumer
+            # busy committing must not be expired meanwhile.
+            self.membership.touch(group, member)
+        return error
 
     # --- administration -------------------------------------------------------------------------------------------
 

@@ -630,6 +630,10 @@ class Membership:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE  # CompletingRebalance too: members may heartbeat before they sync
 
+    def touch(self, group: Group, member: Member) -> None:
+        """Restart a member's session timer: it proved alive by other means than a Heartbeat (an offset commit)."""
+        self._reschedule_heartbeat(group, member)
+
     def _reschedule_heartbeat(self, group: Group, member: Member, timeout_ms: int | None = None) -> None:
         group_id, member_id = group.group_id, member.member_id
         self.timers.schedule(heartbeat_key(group_id, member_id),

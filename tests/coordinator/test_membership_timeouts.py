@@ -70,6 +70,20 @@ async def test_heartbeats_renew_the_session_and_other_generations_do_not(broker)
 
 
 @async_test
+async def test_a_members_offset_commit_renews_its_session_as_a_heartbeat_does(broker):
+    coordinator = await started_coordinator(broker, store=StandInStore)
+    leader, = await form_group(broker, GROUP, 1, session_ms=LONG_MS)
+    handles = coordinator.membership.timers._handles
+    key = heartbeat_key(GROUP, leader.member_id)
+    before = handles[key].when()
+    assert coordinator.validate_offset_commit(GROUP, 1, leader.member_id, None) == ErrorCode.NONE
+    renewed = handles[key].when()
+    assert renewed > before
+    assert coordinator.validate_offset_commit(GROUP, 7, leader.member_id, None) == ErrorCode.ILLEGAL_GENERATION
+    assert handles[key].when() == renewed  # a refused commit proves nothing
+
+
+@async_test
 async def test_members_that_do_not_rejoin_within_the_rebalance_timeout_are_dropped(broker):
     await started_coordinator(broker, store=StandInStore)
     leader, follower = await form_group(broker, GROUP, 2, session_ms=LONG_MS, rebalance_ms=SHORT_MS)
