@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 
 from compatbroker.protocol.records.batch import build_batch, iter_batches, iter_records
 from compatbroker.storage.log import Log
@@ -63,3 +66,26 @@ def abandon(log: Log) -> None:
             os.close(index._fd)
             index._fd = -1
         segment.file.close()
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_and_kill(module: str, args: list, acks_before_kill: int) -> list[tuple[int, ...]]:
+    """Run `python -m module args...` (a writer printing one line of integers per acknowledged append), read
+    `acks_before_kill` of those lines, then SIGKILL it; returns what it acknowledged."""
+    child = subprocess.Popen([sys.executable, "-m", module, *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    acks = []
+    try:
+        while len(acks) < acks_before_kill:
+            line = child.stdout.readline()
+            if not line:
+                raise AssertionError(f"writer exited early: {child.stderr.read()}")
+            acks.append(tuple(map(int, line.split())))
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
+    return acks

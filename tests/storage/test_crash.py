@@ -1,37 +1,19 @@
 """Crash test: a writer process with flush.messages=1 is SIGKILLed at random moments, 50 times; after every restart
 each acknowledged batch reads back byte-identical and nothing in the log is garbage."""
-import os
 import random
-import signal
-import subprocess
-import sys
 
 from compatbroker.protocol.records.batch import iter_batches, iter_records, validate_batch
 from compatbroker.storage import LogManager
 
 from .crash_writer import PROPERTIES, TIMESTAMP, payload
+from .helpers import run_and_kill
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KILLS = 50
 
 
 def _run_and_kill(data_dir: str, round_number: int, acks_before_kill: int) -> list[tuple[int, int, int]]:
     """Start a writer, read `acks_before_kill` acknowledgements, SIGKILL it; return what it acknowledged."""
-    child = subprocess.Popen([sys.executable, "-m", "tests.storage.crash_writer", data_dir, str(round_number)],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    acks = []
-    try:
-        while len(acks) < acks_before_kill:
-            line = child.stdout.readline()
-            if not line:
-                raise AssertionError(f"writer exited early: {child.stderr.read()}")
-            acks.append(tuple(map(int, line.split())))
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        child.stdout.close()
-        child.stderr.close()
-    return acks
+    return run_and_kill("tests.storage.crash_writer", [data_dir, round_number], acks_before_kill)
 
 
 def _check_log(data_dir: str, acked: dict) -> int:
