@@ -1,8 +1,10 @@
 """OffsetForLeaderEpoch (API key 23), versions 0-4: where a leader epoch ends in a partition's log.
 
-Consumers (KIP-320, v3+ with replica id -1) send it after a metadata change to check that the records they already
-read are still in the log: they name the epoch of the last record they consumed and learn where that epoch ends.
-An end offset below their position means the log was truncated under them.
+Consumers (KIP-320, v3+ with replica id -1) send it to validate a position that carries a leader epoch: after
+Metadata shows a new leader or leader epoch, and when they resume from a committed offset (committed with the
+epoch of the last record read). They name that epoch and learn where it ends in the leader's log; an end offset
+below their position means the log was truncated under them (the Java client then raises LogTruncationException,
+or with a reset policy goes on from that end offset).
 
 Behaviour, as Kafka's leader answers:
 - The answer is the largest epoch at or below the asked one and the offset where it ends: the start offset of the
@@ -17,6 +19,7 @@ Behaviour, as Kafka's leader answers:
   and end offset -1.
 - `replica_id` (v3+) does not change the answer: a follower and a consumer are told the same, as on Kafka.
 - Topics are answered in request order, a topic named twice twice (Kafka's request collection keeps both).
+  Version 0 answers carry no epoch (the field starts at version 1).
 """
 from __future__ import annotations
 

@@ -1,0 +1,136 @@
+"""The Java Kafka client Spark carries (kafka-clients), driven directly through the SparkSession's py4j gateway.
+
+Spark's source and sink use only part of what the Java client can do: they assign partitions and seek, so the
+consumer never validates a position it got from a group. These wrappers run the Java consumer and admin client
+with the settings a test names, to reach the rest (committed offsets with leader epochs, OffsetForLeaderEpoch,
+the admin client's ListOffsets and DescribeCluster).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import NamedTuple
+
+BYTES_DESERIALIZER = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+POLL_MS = 200
+DEADLINE_S = 30.0
+
+
+class JavaRecord(NamedTuple):
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    leader_epoch: int | None
+
+
+class JavaConsumer:
+    def __init__(self, jvm, bootstrap: str, **config: str):
+        self._jvm = jvm
+        settings = {"bootstrap.servers": bootstrap, "key.deserializer": BYTES_DESERIALIZER,
+                    "value.deserializer": BYTES_DESERIALIZER, "enable.auto.commit": "false",
+                    "fetch.max.wait.ms": "100", "client.id": f"java-consumer-{uuid.uuid4().hex[:6]}", **config}
+        self.client_id = settings["client.id"]
+        properties = jvm.java.util.Properties()
+        for name, value in settings.items():
+            properties.setProperty(name, str(value))
+        self._consumer = jvm.org.apache.kafka.clients.consumer.KafkaConsumer(properties)
+
+    def partition(self, topic: str, partition: int):
+        return self._jvm.org.apache.kafka.common.TopicPartition(topic, partition)
+
+    def assign(self, topic: str, partitions: list[int]) -> None:
+        self._consumer.assign([self.partition(topic, partition) for partition in partitions])
+
+    def subscribe(self, topic: str) -> None:
+        """Join the consumer's group (group.id) for `topic`; the group assigns the partitions."""
+        self._consumer.subscribe([topic])
+
+    def poll_once(self) -> list[JavaRecord]:
+        polled = self._consumer.poll(self._jvm.java.time.Duration.ofMillis(POLL_MS))
+        found = []
+        for record in _items(polled):
+            epoch = record.leaderEpoch()
+            found.append(JavaRecord(record.partition(), record.offset(), _bytes(record.key()), _bytes(record.value()),
+                                    epoch.get() if epoch.isPresent() else None))
+        return found
+
+    def poll_until(self, count: int) -> list[JavaRecord]:
+        """Poll until `count` records have come (more is a failure too)."""
+        found: list[JavaRecord] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while len(found) < count:
+            assert time.monotonic() < deadline, f"{len(found)} of {count} records after {DEADLINE_S} s: {found}"
+            found += self.poll_once()
+        assert len(found) == count, found
+        return found
+
+    def commit(self, topic: str, partition: int, offset: int, leader_epoch: int | None = None) -> None:
+        optional = self._jvm.java.util.Optional
+        epoch = optional.of(leader_epoch) if leader_epoch is not None else optional.empty()
+        metadata = self._jvm.org.apache.kafka.clients.consumer.OffsetAndMetadata(offset, epoch, "")
+        self._consumer.commitSync({self.partition(topic, partition): metadata})
+
+    def commit_positions(self) -> None:
+        """Commit the consumed positions (with the leader epoch of the last record read)."""
+        self._consumer.commitSync()
+
+    def position(self, topic: str, partition: int) -> int:
+        return self._consumer.position(self.partition(topic, partition))
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class JavaAdmin:
+    def __init__(self, jvm, bootstrap: str):
+        self._jvm = jvm
+        admin = jvm.org.apache.kafka.clients.admin
+        self.client_id = f"java-admin-{uuid.uuid4().hex[:6]}"
+        properties = jvm.java.util.Properties()
+        properties.setProperty("bootstrap.servers", bootstrap)
+        properties.setProperty("client.id", self.client_id)
+        self._admin = admin.Admin.create(properties)
+        self._specs = admin.OffsetSpec
+
+    def describe_cluster(self) -> tuple[str, list[tuple[int, str, int]], int]:
+        """(cluster id, [(node id, host, port)], controller id)."""
+        result = self._admin.describeCluster()
+        nodes = [(node.id(), node.host(), node.port()) for node in _items(result.nodes().get())]
+        return result.clusterId().get(), nodes, result.controller().get().id()
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        described = self._admin.describeTopics([topic]).allTopicNames().get().get(topic)
+        java_id = described.topicId()
+        return uuid.UUID(int=((java_id.getMostSignificantBits() & (2**64 - 1)) << 64)
+                         | (java_id.getLeastSignificantBits() & (2**64 - 1)))
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> tuple[int, int, int | None]:
+        """(offset, timestamp, leader epoch) for "earliest", "latest", "max-timestamp" or a timestamp."""
+        offset_spec = {"earliest": self._specs.earliest, "latest": self._specs.latest,
+                       "max-timestamp": self._specs.maxTimestamp}.get(spec)
+        offset_spec = offset_spec() if offset_spec is not None else self._specs.forTimestamp(spec)
+        partition_id = self._jvm.org.apache.kafka.common.TopicPartition(topic, partition)
+        info = self._admin.listOffsets({partition_id: offset_spec}).partitionResult(partition_id).get()
+        epoch = info.leaderEpoch()
+        return info.offset(), info.timestamp(), epoch.get() if epoch.isPresent() else None
+
+    def close(self) -> None:
+        self._admin.close()
+
+
+def java_exception_class(exc: BaseException) -> str:
+    """The class name of the Java exception behind a py4j error ("" for other errors)."""
+    java = getattr(exc, "java_exception", None)
+    return java.getClass().getName() if java is not None else ""
+
+
+def _items(iterable):
+    """The elements of a Java Iterable (py4j does not make every one a Python iterable)."""
+    iterator = iterable.iterator()
+    while iterator.hasNext():
+        yield iterator.next()
+
+
+def _bytes(value) -> bytes | None:
+    return None if value is None else bytes(value)
