@@ -11,6 +11,10 @@ one module add up in their cell. How a test's cell is found, so that new tests l
 - flow: `@pytest.mark.matrix(flow="...")` when given; else the module's name minus `test_` (test_produce.py ->
   produce). Name modules after the flow they test.
 
+A client's cell without a test is never left blank: it shows "n/a" and the reason when NOT_APPLICABLE says the client
+cannot do the flow at all, and "not tested" otherwise (in a run of the whole suite: a gap to fill). Cells of the "any
+client" column hold the tests that speak the protocol themselves; there a blank means none were needed.
+
 matrix_report.py collects the outcomes and writes build/compat-matrix.md and build/compat-matrix.html at the end of
 the run, with each client's installed version in the header and the first line of a cell's first failure.
 """
@@ -28,10 +32,18 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from .clients import CLIENT_NAMES, NODE_DIR
+from .clients import ALL_CLIENT_NAMES, NODE_DIR
 
-MATRIX_CLIENTS = (*CLIENT_NAMES, "sarama")
+MATRIX_CLIENTS = ALL_CLIENT_NAMES
 ANY_CLIENT = "any client"
+NO_TEST = "not tested"
+# (client, flow) -> why that client cannot do the flow at all; the report shows "n/a: <reason>" in the cell. A flow
+# that exists only inside the broker is listed for every client. Only for whole cells: a client that can do part of
+# a flow is tested on that part, and its test module says what it leaves out.
+NOT_APPLICABLE: dict[tuple[str, str], str] = {
+    **{(client, "zero_copy"): "the broker's own fetch path (sendfile), traced with strace"
+       for client in MATRIX_CLIENTS},
+}
 MARKER = "matrix"
 MARKER_HELP = "matrix(client=None, flow=None): the compat-matrix cell of a test (see tests/compat/matrix.py)"
 REPORT_DIR = Path(__file__).resolve().parents[2] / "build"
@@ -140,6 +152,13 @@ class Matrix:
         return [(client, flow, cell.first_failure) for (client, flow), cell in sorted(self.cells.items())
                 if cell.failed]
 
+    def gaps(self) -> list[tuple[str, str]]:
+        """(client, flow) of the client cells that no test of this run covered and NOT_APPLICABLE does not excuse."""
+        computed = self.cells
+        return [(client, flow) for flow in self.flows() for client in self.clients()
+                if client in MATRIX_CLIENTS and (client, flow) not in computed
+                and (client, flow) not in NOT_APPLICABLE]
+
 
 # --- client versions ----------------------------------------------------------------------------------------------
 
@@ -209,18 +228,30 @@ def render_markdown(matrix: Matrix, versions: dict[str, str]) -> str:
              "| flow | " + " | ".join(f"{c} {versions.get(c, '')}".strip() for c in clients) + " |",
              "| --- | " + " | ".join("---" for _ in clients) + " |"]
     for flow in matrix.flows():
-        cells = [computed.get((client, flow)) for client in clients]
-        lines.append(f"| {flow} | " + " | ".join(_md_cell(cell) for cell in cells) + " |")
+        lines.append(f"| {flow} | " + " | ".join(_md_cell(computed.get((client, flow)), client, flow)
+                                                 for client in clients) + " |")
     failures = matrix.failures()
     if failures:
         lines += ["", "First failure of each failing cell:", ""]
         lines += [f"- {client} / {flow}: `{_md_escape(text)}`" for client, flow, text in failures]
+    gaps = matrix.gaps()
+    if gaps:
+        lines += ["", f"Client cells {NO_TEST} in this run: " + ", ".join(f"{c} / {f}" for c, f in gaps)]
     return "\n".join(lines) + "\n"
 
 
-def _md_cell(cell: Cell | None) -> str:
+def untested(client: str, flow: str) -> tuple[str, str]:
+    """(kind, text) of a cell without runs: ("na", "n/a: <reason>"), ("gap", NO_TEST) for a client's cell that
+    NOT_APPLICABLE does not excuse, or ("none", "") in the raw protocol column."""
+    if client not in MATRIX_CLIENTS:
+        return "none", ""
+    reason = NOT_APPLICABLE.get((client, flow))
+    return ("na", f"n/a: {reason}") if reason else ("gap", NO_TEST)
+
+
+def _md_cell(cell: Cell | None, client: str, flow: str) -> str:
     if cell is None:
-        return ""
+        return _md_escape(untested(client, flow)[1])
     if cell.failed:
         return f"{cell.summary()}: {_md_escape(cell.first_failure.split(': ', 1)[-1])[:100]}"
     return cell.summary()
@@ -240,7 +271,8 @@ def render_html(matrix: Matrix, versions: dict[str, str]) -> str:
         for client in clients:
             cell = computed.get((client, flow))
             if cell is None:
-                cells.append("<td></td>")
+                kind, text = untested(client, flow)
+                cells.append(f'<td class="{kind}">{html.escape(text)}</td>')
                 continue
             kind = "fail" if cell.failed else "pass" if cell.passed else "skip"
             detail = (f"<br><small>{html.escape(cell.first_failure)}</small>" if cell.failed else "")
@@ -253,6 +285,7 @@ body {{ font-family: sans-serif; margin: 2em; }}
 table {{ border-collapse: collapse; }}
 th, td {{ border: 1px solid #bbb; padding: 0.4em 0.6em; vertical-align: top; text-align: left; }}
 td.pass {{ background: #dff0d8; }} td.fail {{ background: #f2dede; max-width: 28em; }} td.skip {{ background: #eee; }}
+td.na {{ color: #555; max-width: 20em; }} td.gap {{ background: #fcf8e3; }}
 small {{ color: #444; }}
 </style></head><body>
 <h1>Compatibility matrix</h1>

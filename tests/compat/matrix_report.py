@@ -2,8 +2,9 @@
 
 conftest.py imports these hooks, so they see exactly the tests under tests/compat/. How a test maps to a cell is
 tests/compat/matrix.py's business; here each test's outcome is recorded once (a failure in setup or teardown
-counts as a failure, a skip as a skip) and build/compat-matrix.md and .html are written when the session ends.
-COMPATBROKER_MATRIX_DIR writes them elsewhere.
+counts as a failure, a skip as a skip) and build/compat-matrix.md and .html are written when the session ends
+(COMPATBROKER_MATRIX_DIR writes them elsewhere). The client cells that no test of the run covered, and that are not
+marked n/a, are also named in the terminal summary.
 """
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ def pytest_sessionfinish(session):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"compat matrix: {markdown} and {page}")
+        gaps = recorded.gaps()
+        if gaps:  # a client cell with neither a test nor an n/a reason (matrix.NOT_APPLICABLE)
+            reporter.write_line(f"compat matrix: {len(gaps)} client cells {matrix.NO_TEST} in this run: "
+                                + ", ".join(f"{client} / {flow}" for client, flow in gaps), yellow=True)
 
 
 __all__ = ["pytest_configure", "pytest_runtest_makereport", "pytest_sessionfinish"]

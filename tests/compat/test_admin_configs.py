@@ -1,6 +1,7 @@
 """Topic and broker configs through real admin clients: kafka-python's KafkaAdminClient, confluent-kafka's
-AdminClient and kafkajs' admin describe and alter configs, the values round-trip and survive a broker restart, and
-a topic's compression.type recompresses what producers send, which every client then reads back unchanged."""
+AdminClient, kafkajs' admin and sarama's ClusterAdmin describe and alter configs, the values round-trip and survive a
+broker restart, and a topic's compression.type recompresses what producers send, which every client then reads back
+unchanged."""
 from __future__ import annotations
 
 import json
@@ -204,6 +205,58 @@ def test_kafkajs_describe_and_alter_configs(fresh_broker, reference, topic):
     again = kafkajs(fresh_broker.bootstrap, type="TOPIC", name=topic)
     assert (again["entries"]["retention.ms"]["value"], again["entries"]["compression.type"]["value"]) == (
         "4242", "lz4")
+
+
+# --- sarama -------------------------------------------------------------------------------------------------------
+
+def test_sarama_describes_alters_and_keeps_topic_configs(fresh_broker, reference, topic):
+    """sarama 1.22's ClusterAdmin sends DescribeConfigs v0 (is_default instead of a source) and AlterConfigs v0, whose
+    new set of overrides replaces the old one. It reports a resource's error only when the broker adds a message."""
+    try:
+        sarama = clients.load("sarama")
+    except clients.MissingClient as exc:
+        pytest.fail(str(exc), pytrace=False)
+    bootstrap = fresh_broker.bootstrap
+    create(bootstrap, reference, topic)
+
+    def describe(name: str = topic, resource_type: str = "topic") -> dict:
+        [found] = sarama.admin_results(bootstrap, {"call": "describe_config", "resource_type": resource_type,
+                                                   "name": name})
+        return found
+
+    def alter(configs: dict, **options) -> dict:
+        [answer] = sarama.admin(bootstrap, {"call": "alter_config", "resource_type": "topic", "name": topic,
+                                            "configs": configs, **options})
+        return answer
+
+    def non_defaults() -> dict:
+        return {name: entry["value"] for name, entry in describe().items() if not entry["default"]}
+
+    everything = describe()
+    assert len(everything) == 33
+    assert everything["retention.ms"] == {"value": "604800000", "default": True, "read_only": False,
+                                          "sensitive": False}
+    assert everything["max.message.bytes"]["default"] is False  # from the broker's properties, not Kafka's default
+
+    assert alter({"retention.ms": "123456", "cleanup.policy": "compact"})["error"] is None
+    assert alter({"segment.ms": "1"}, validate_only=True)["error"] is None
+    refused = alter({"retention.ms": "soon"})["error"]
+    assert refused and "retention.ms" in refused, refused
+    expected = {"retention.ms": "123456", "cleanup.policy": "compact", "max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    assert non_defaults() == expected
+
+    fresh_broker.restart()
+    assert non_defaults() == expected
+    assert alter({"segment.ms": "5000"})["error"] is None  # the whole set: retention.ms and cleanup.policy go back
+    assert non_defaults() == {"segment.ms": "5000", "max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    assert describe(topic + ".missing") == {}  # UNKNOWN_TOPIC_OR_PARTITION without a message: sarama sees none
+
+    broker_side = describe("1", "broker")  # Kafka's BROKER resource type (4), sarama's ClusterResource
+    assert (broker_side["num.partitions"]["value"], broker_side["num.partitions"]["read_only"]) == ("1", True)
+    assert broker_side["message.max.bytes"]["default"] is False  # the fixture sets it
+    [sarama_broker] = sarama.admin(bootstrap, {"call": "describe_config", "resource_type": "sarama-broker",
+                                               "name": "1"})  # sarama 1.22's own BrokerResource: type 5
+    assert sarama_broker["error"], "a config resource of type 5 must be refused (INVALID_REQUEST)"
 
 
 # --- recompression, read back by every client ---------------------------------------------------------------------

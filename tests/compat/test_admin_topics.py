@@ -1,13 +1,14 @@
-"""Topic administration with real clients: kafka-python's KafkaAdminClient, confluent-kafka's AdminClient and
-kafkajs's admin create topics, grow them, delete records and delete the topics, and describe the cluster (and, where
-the client can, the log dirs); `kcat -L` lists what they made. A consumer group's members notice partitions that
-CreatePartitions added and rebalance onto them.
+"""Topic administration with real clients: kafka-python's KafkaAdminClient, aiokafka's AIOKafkaAdminClient,
+confluent-kafka's AdminClient, kafkajs's admin and sarama's ClusterAdmin create topics, grow them, delete records and
+delete the topics, and describe the cluster (and, where the client can, the log dirs); `kcat -L` lists what they
+made. A consumer group's members notice partitions that CreatePartitions added and rebalance onto them.
 
 Every client here uses its admin API as an application would; errors are checked through the client's own
 exception types or error codes.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ from collections.abc import Callable
 import pytest
 
 from . import clients
-from .records import Record
+from .records import MAX_MESSAGE_BYTES, Record
 
 WAIT_S = 30.0
 KAFKAJS_ADMIN_SCRIPT = r"""
@@ -273,6 +274,123 @@ def test_kafkajs_admin(broker, topic, tmp_path):
     assert topic in out["listedBefore"] and f"{topic}.dry" not in out["listedBefore"]
     assert topic not in out["listedAfter"]
     assert partition_dirs(broker, topic) == []
+
+
+# --- aiokafka ---------------------------------------------------------------------------------------------------------
+
+# Kafka's error codes, as aiokafka hands them over (its create_topics and delete_topics return the responses)
+TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 36, 37, 38
+
+
+def test_aiokafka_creates_grows_trims_and_deletes_a_topic(broker, reference, topic):
+    _load("aiokafka")
+    out = asyncio.run(_aiokafka_admin_session(broker.bootstrap, topic, reference))
+    assert out["created"] == [(topic, 0)]
+    assert out["again"] == [(topic, TOPIC_ALREADY_EXISTS)]
+    assert out["three_replicas"] == [(f"{topic}.r3", INVALID_REPLICATION_FACTOR)]
+    assert out["dry_run"] == [(f"{topic}.dry", 0)] and f"{topic}.dry" not in out["listed_before"]
+    assert out["shrink"] == "InvalidPartitionsError"
+    assert out["partitions"] == [0, 1, 2, 3, 4]
+    assert out["low_watermarks"] == {4: 4} and out["offsets_after_trim"] == (4, 6)
+    assert (out["cluster"]["controller_id"], out["cluster"]["brokers"]) == (1, [(1, broker.host, broker.port)])
+    assert topic in out["listed_before"] and topic not in out["listed_after"]
+    assert out["deleted"] == [(topic, 0)]
+    assert topic not in kcat_topics(broker)
+    assert partition_dirs(broker, topic) == []
+
+
+async def _aiokafka_admin_session(bootstrap: str, topic: str, reference) -> dict:
+    """One AIOKafkaAdminClient through the whole life of a topic; what each step answered."""
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
+    from aiokafka.errors import KafkaError
+
+    def errors(response) -> list[tuple[str, int]]:
+        return [(name, code) for name, code, *_ in response.topic_errors]
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+    await admin.start()
+    out: dict = {}
+    try:
+        created = await admin.create_topics([NewTopic(topic, 3, 1, topic_configs={"retention.ms": "3600000"})])
+        out["created"] = errors(created)
+        out["again"] = errors(await admin.create_topics([NewTopic(topic, 3, 1)]))
+        out["three_replicas"] = errors(await admin.create_topics([NewTopic(f"{topic}.r3", 1, 3)]))
+        out["dry_run"] = errors(await admin.create_topics([NewTopic(f"{topic}.dry", 1, 1)], validate_only=True))
+        await admin.create_partitions({topic: NewPartitions(5)})
+        try:
+            await admin.create_partitions({topic: NewPartitions(2)})
+            out["shrink"] = "accepted"
+        except KafkaError as exc:  # aiokafka raises the error class of the code
+            out["shrink"] = type(exc).__name__
+        [described] = await admin.describe_topics([topic])
+        out["partitions"] = sorted(p["partition"] for p in described["partitions"])
+        await asyncio.to_thread(reference.produce, bootstrap, topic,
+                                [Record(None, f"v{i}".encode(), partition=4) for i in range(6)])
+        trimmed = await admin.delete_records({TopicPartition(topic, 4): RecordsToDelete(before_offset=4)})
+        out["low_watermarks"] = {tp.partition: low for tp, low in trimmed.items()}
+        out["offsets_after_trim"] = (await asyncio.to_thread(reference.list_offsets, bootstrap, topic, 4, 0))[:2]
+        cluster = await admin.describe_cluster()
+        out["cluster"] = {"controller_id": cluster["controller_id"],
+                          "brokers": [(b["node_id"], b["host"], b["port"]) for b in cluster["brokers"]]}
+        out["listed_before"] = await admin.list_topics()
+        out["deleted"] = errors_of_deletion(await admin.delete_topics([topic]))
+        out["listed_after"] = await admin.list_topics()
+    finally:
+        await admin.close()
+    return out
+
+
+def errors_of_deletion(response) -> list[tuple[str, int]]:
+    return [(name, code) for name, code, *_ in response.topic_error_codes]
+
+
+# --- sarama -----------------------------------------------------------------------------------------------------------
+
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION = 3, 17
+
+
+def test_sarama_creates_grows_trims_and_deletes_a_topic(broker, reference, topic):
+    """sarama 1.22's ClusterAdmin with its 2.1 protocol: CreateTopics v2, CreatePartitions v0, DeleteRecords v0,
+    Metadata v5 (and v0 to list), DescribeConfigs v0, DeleteTopics v1."""
+    sarama = _load("sarama")
+    calls = [
+        {"call": "create_topic", "topic": topic, "partitions": 3, "replication": 1,
+         "configs": {"retention.ms": "3600000"}},
+        {"call": "create_topic", "topic": topic, "partitions": 3, "replication": 1},
+        {"call": "create_topic", "topic": f"{topic}.r3", "partitions": 1, "replication": 3},
+        {"call": "create_topic", "topic": "not a topic", "partitions": 1, "replication": 1},
+        {"call": "create_topic", "topic": f"{topic}.dry", "partitions": 1, "replication": 1, "validate_only": True},
+        {"call": "create_partitions", "topic": topic, "partitions": 5},
+        {"call": "create_partitions", "topic": topic, "partitions": 2},
+        {"call": "describe_topics", "topics": [topic]},
+        {"call": "list_topics"},
+        {"call": "describe_cluster"},
+    ]
+    answers = sarama.admin(broker.bootstrap, *calls)
+    codes = [answer["error_code"] if answer["error"] else 0 for answer in answers]
+    assert codes[:7] == [0, TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_TOPIC_EXCEPTION, 0, 0,
+                         INVALID_PARTITIONS], [answer["error"] for answer in answers]
+    described, listed, cluster = (answer["result"] for answer in answers[7:])
+    assert described[topic] == {"error": 0, "leaders": {str(p): 1 for p in range(5)}}
+    # ListTopics keeps the configs that DescribeConfigs v0 does not mark as defaults: the topic's own, and the one
+    # that comes from the broker's properties (the fixture sets message.max.bytes)
+    assert listed[topic] == {"partitions": 5, "replication": 1, "configs": {
+        "retention.ms": "3600000", "max.message.bytes": str(MAX_MESSAGE_BYTES)}}
+    assert f"{topic}.dry" not in listed and f"{topic}.r3" not in listed
+    # DescribeCluster asks Metadata v0, which has no controller field (sarama reports -1, against Kafka too);
+    # NewClusterAdmin found the controller with its v5 request, or no call would have been made
+    assert cluster == {"controller": -1, "brokers": {"1": f"{broker.host}:{broker.port}"}}
+    assert kcat_topics(broker)[topic] == 5
+
+    reference.produce(broker.bootstrap, topic, [Record(None, f"v{i}".encode(), partition=4) for i in range(6)])
+    sarama.admin_results(broker.bootstrap, {"call": "delete_records", "topic": topic, "offsets": {"4": 4}})
+    assert reference.list_offsets(broker.bootstrap, topic, 4, 0)[:2] == (4, 6)  # sarama ignores partition errors
+    sarama.admin_results(broker.bootstrap, {"call": "delete_topic", "topic": topic})
+    assert topic not in kcat_topics(broker)
+    assert partition_dirs(broker, topic) == []
+    [missing] = sarama.admin(broker.bootstrap, {"call": "delete_topic", "topic": topic})
+    assert missing["error_code"] == UNKNOWN_TOPIC_OR_PARTITION, missing
 
 
 # --- kcat -------------------------------------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 - confluent-kafka (enable.idempotence=true) and kafka-python (idempotent by default) each send 100,000 records
   through a proxy that drops Produce responses and cuts connections (fault_proxy.py), so that they retry batches
   the broker has already written; a consumer then finds every record exactly once, in the order sent.
+- aiokafka (enable_idempotence=True), kcat (-X enable.idempotence=true, librdkafka 2.0.2), kafkajs (idempotent: true)
+  and sarama (Producer.Idempotent with its 2.1 protocol, one request in flight) do the same with 20,000 records, in
+  requests of about 100 records so that every producer meets several faults.
 - A raw client produces, the broker restarts (SIGTERM) or is killed (SIGKILL), and the client resends its last
   batch: the broker answers its first offsets and writes nothing twice; producer ids are never reused.
 """
@@ -18,6 +21,7 @@ from compatbroker.protocol import RequestHeader, decode_response, encode_request
 from compatbroker.protocol.messages import InitProducerIdRequest, ProduceRequest
 from compatbroker.protocol.records.batch import build_batch
 
+from . import clients
 from .broker_process import BrokerProcess
 from .checks import read_exactly
 from .fault_proxy import CUT_AFTER_REQUEST, DROP_RESPONSE, FaultProxy
@@ -26,6 +30,8 @@ from .records import MAX_MESSAGE_BYTES, stored_batches
 COUNT = 100_000
 FAULT_EVERY = 7  # produce requests between two faults
 PRODUCE_TIMEOUT_S = 240
+ADAPTER_COUNT = 20_000  # for the clients driven through their adapters: enough requests, less time
+ADAPTER_BATCH_RECORDS = 100
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +50,8 @@ def proxied(tmp_path_factory):
         proxy.close()
 
 
-def values() -> list[bytes]:
-    return [b"%06d" % n for n in range(COUNT)]
+def values(count: int = COUNT) -> list[bytes]:
+    return [b"%06d" % n for n in range(count)]
 
 
 def assert_faults_injected(proxy: FaultProxy, before) -> None:
@@ -54,9 +60,9 @@ def assert_faults_injected(proxy: FaultProxy, before) -> None:
     assert min(injected.values()) >= 2, f"too few faults injected: {injected} in {proxy.counts['produce']} requests"
 
 
-def assert_stored_once_in_order(reference, broker: BrokerProcess, topic: str) -> None:
-    got = read_exactly(reference, broker, topic, COUNT)  # asserts offsets 0..COUNT-1, nothing more in the log
-    assert [record.value for record in got] == values()
+def assert_stored_once_in_order(reference, broker: BrokerProcess, topic: str, count: int = COUNT) -> None:
+    got = read_exactly(reference, broker, topic, count)  # asserts offsets 0..count-1, nothing more in the log
+    assert [record.value for record in got] == values(count)
     producers = {batch.producer_id for batch in stored_batches(broker.segment_files(topic, 0))}
     assert producers and min(producers) >= 0, f"batches without a producer id: {producers}"
 
@@ -105,6 +111,20 @@ def test_kafka_python_idempotent_producer_under_faults(proxied, reference, topic
     assert failed == []
     assert_faults_injected(proxy, before)
     assert_stored_once_in_order(reference, broker, topic)
+
+
+@pytest.mark.parametrize("idempotent_client", ["aiokafka", "kcat", "kafkajs", "sarama"])
+def test_idempotent_producer_under_faults(proxied, reference, topic, idempotent_client):
+    try:
+        client = clients.load(idempotent_client)
+    except clients.MissingClient as exc:
+        pytest.fail(str(exc), pytrace=False)
+    broker, proxy = proxied
+    before = proxy.counts.copy()
+    client.produce_idempotent(proxy.bootstrap, topic, values(ADAPTER_COUNT), batch_records=ADAPTER_BATCH_RECORDS,
+                              timeout_s=PRODUCE_TIMEOUT_S)
+    assert_faults_injected(proxy, before)
+    assert_stored_once_in_order(reference, broker, topic, ADAPTER_COUNT)
 
 
 # --- a retry that spans a restart ---------------------------------------------------------------------------------

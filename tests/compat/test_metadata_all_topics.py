@@ -1,13 +1,22 @@
 """Listing every topic with librdkafka: its Metadata v9+ request for all topics ends with 3 stray bytes, which
-Apache Kafka ignores; a broker that refuses them closes the connection and `kcat -L` fails."""
+Apache Kafka ignores; a broker that refuses them closes the connection and `kcat -L` fails.
+
+Then every client lists every topic through the call it offers applications (the adapters' `list_topics`):
+kafka-python's and aiokafka's KafkaConsumer.topics(), confluent-kafka's AdminClient.list_topics(), `kcat -L`, kafkajs'
+admin listTopics() and sarama's ClusterAdmin.ListTopics(), which sends Metadata v0 with an empty topic list (v0's
+"every topic") and then DescribeConfigs v0 for all the topics it was told about.
+"""
 from __future__ import annotations
 
 import shutil
 import subprocess
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from . import clients
+from .clients import ALL_CLIENT_NAMES
 from .records import Record
 
 
@@ -27,3 +36,25 @@ def test_kcat_lists_all_topics(broker, reference, topic):
     out = subprocess.run([kcat, "-b", broker.bootstrap, "-L", "-J"], capture_output=True, text=True, timeout=30,
                          check=True).stdout
     assert f'"topic":"{topic}"' in out.replace(" ", "")
+
+
+@pytest.fixture(params=ALL_CLIENT_NAMES)
+def listing_client(request) -> clients.ClientAdapter:
+    try:
+        return clients.load(request.param)
+    except clients.MissingClient as exc:
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)
+
+
+def test_every_client_lists_every_topic(listing_client, broker, reference, topic):
+    made = {f"{topic}.one": 1, f"{topic}.many": 12}
+    admin = reference.admin(broker.bootstrap)
+    try:
+        admin.create_topics({name: {"num_partitions": count} for name, count in made.items()})
+    finally:
+        admin.close()
+    reference.produce(broker.bootstrap, f"{topic}.auto", [Record(key=None, value=b"v")])  # auto-created
+    listed = {name for name in listing_client.list_topics(broker.bootstrap) if not name.startswith("__")}
+    assert {*made, f"{topic}.auto"} <= listed
+    assert listed == reference.list_topics(broker.bootstrap), "the client and kafka-python see different topics"

@@ -5,7 +5,8 @@ messages (storing them as v2 batches, as Kafka 3+ does) and down-convert what it
 Flows: metadata, produce with each acks and codec (lz4 needs sarama's 0.10 protocol; zstd, which sarama 1.22 sends
 with Produce v3, is refused as Kafka refuses it below v7), consume from
 the oldest and the newest offset, and a consumer group with committed offsets (sarama's groups need 0.10.2).
-Requests go through a recording proxy, so each test also checks the versions sarama really sent.
+Requests go through a recording proxy, so each test also checks the versions sarama really sent. sarama's part in
+the other flows (admin, committed offsets, idempotence, metadata, restart) is in those flows' modules.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def _bootstrap(proxy: RequestLog) -> str:
 def test_metadata_v0_creates_and_describes_the_topic(sarama, proxied, topic):
     broker, proxy = proxied
     proxy.take()
-    answer = sarama.metadata(_bootstrap(proxy), topic)
+    answer = sarama.metadata_answer(_bootstrap(proxy), topic)
     assert answer["brokers"] == [_bootstrap(proxy)]
     assert answer["topics"][topic] == [0]
     sent = _sarama_requests(proxy)

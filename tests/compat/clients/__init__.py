@@ -13,6 +13,9 @@ from pathlib import Path
 from .base import ClientAdapter, ClientError
 
 CLIENT_NAMES = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs")
+# With the Go client sarama, which the `client` fixture leaves out (its adapter sends keys and values only and reads
+# one partition per call). Tests that sarama can take part in parametrize over this.
+ALL_CLIENT_NAMES = (*CLIENT_NAMES, "sarama")
 
 NODE_PACKAGES = ("kafkajs@2.2.4", "kafkajs-snappy@1.1.0", "kafkajs-lz4@1.2.1", "@bokuweb/zstd-wasm@0.0.27")
 # Where tests/run.sh installs the node packages (outside the checkout); override with COMPATBROKER_NODE_DIR.
@@ -71,7 +74,11 @@ def load(name: str) -> ClientAdapter:
                                 f"; install with: {INSTALL_HINTS['kafkajs']}")
         from .kafkajs_client import KafkajsClient
         return KafkajsClient(node, modules)
+    if name == "sarama":
+        from .sarama_client import load as load_sarama
+        return load_sarama()  # builds its program on first use
     raise ValueError(f"unknown client {name!r}")
 
 
-__all__ = ["CLIENT_NAMES", "ClientAdapter", "ClientError", "MissingClient", "load", "require_executable"]
+__all__ = ["ALL_CLIENT_NAMES", "CLIENT_NAMES", "ClientAdapter", "ClientError", "MissingClient", "load",
+           "require_executable"]

@@ -6,12 +6,14 @@ import time
 import uuid
 
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView, next_offsets
 
 
 class AiokafkaClient(ClientAdapter):
     name = "aiokafka"
     sends_null_header = True
+    # aiokafka's Metadata requests (v5 at most) always set allow_auto_topic_creation: naming a topic creates it.
+    can_refuse_auto_creation = False
 
     def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
         try:
@@ -56,13 +58,7 @@ class AiokafkaClient(ClientAdapter):
             tps = [TopicPartition(topic, p) for p in partitions]
             consumer.assign(tps)
             await _seek(consumer, tps, start)
-            deadline = time.monotonic() + timeout_s
-            while len(got) < count and time.monotonic() < deadline:
-                batches = await consumer.getmany(timeout_ms=int(max(0.0, deadline - time.monotonic()) * 1000) + 1,
-                                                 max_records=count - len(got))
-                for records in batches.values():
-                    got.extend(Consumed(r.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
-                               for r in records)
+            await _read(consumer, count, timeout_s, got)
         finally:
             await consumer.stop()
 
@@ -81,6 +77,104 @@ class AiokafkaClient(ClientAdapter):
         finally:
             await consumer.stop()
         return earliest, latest, None if found is None else found.offset
+
+    def metadata(self, bootstrap, topics=None, *, auto_create=False):
+        return asyncio.run(self._metadata(bootstrap, topics, auto_create))
+
+    async def _metadata(self, bootstrap, topics, auto_create):
+        from aiokafka import AIOKafkaProducer
+        from aiokafka.admin import AIOKafkaAdminClient
+        if auto_create and topics:
+            # Every request of aiokafka allows creation, but Kafka answers the first LEADER_NOT_AVAILABLE while it
+            # creates the topics; a producer waits until they have partitions, as an application would.
+            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+            await producer.start()
+            try:
+                for topic in topics:
+                    await producer.partitions_for(topic)
+            finally:
+                await producer.stop()
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000,
+                                    client_id=f"compat-aioa-{uuid.uuid4().hex[:6]}")
+        await admin.start()
+        try:
+            described = await admin.describe_topics(None if topics is None else list(topics))
+            cluster = await admin.describe_cluster()
+        finally:
+            await admin.close()
+        return ClusterView(frozenset((b["node_id"], b["host"], b["port"]) for b in cluster["brokers"]),
+                           {t["topic"]: {p["partition"]: p["leader"] for p in t["partitions"]}
+                            for t in described if t["error_code"] == 0})
+
+    def list_topics(self, bootstrap):
+        return asyncio.run(self._list_topics(bootstrap))
+
+    async def _list_topics(self, bootstrap):
+        from aiokafka import AIOKafkaConsumer
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, request_timeout_ms=15000)
+        await consumer.start()
+        try:
+            return set(await consumer.topics())
+        finally:
+            await consumer.stop()
+
+    def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
+        got: list[Consumed] = []
+        try:
+            asyncio.run(self._group_consume(bootstrap, topic, group, count, timeout_s, got))
+        except Exception as exc:
+            raise ClientError(f"aiokafka group consumer: {exc!r} after {len(got)} of {count} records") from exc
+        return got
+
+    async def _group_consume(self, bootstrap, topic, group, count, timeout_s, got):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                                    auto_offset_reset="earliest", session_timeout_ms=6000,
+                                    heartbeat_interval_ms=1000, fetch_max_wait_ms=200,
+                                    client_id=f"compat-aiog-{uuid.uuid4().hex[:6]}")
+        await consumer.start()
+        try:
+            await _read(consumer, count, timeout_s, got)
+            if len(got) < count:
+                raise ClientError(f"{len(got)} of {count} records within {timeout_s} s")
+            await consumer.commit({TopicPartition(topic, p): o for p, o in next_offsets(got).items()})
+        finally:
+            await consumer.stop()
+
+    def committed(self, bootstrap, group, topic, partitions):
+        return asyncio.run(self._committed(bootstrap, group, topic, partitions))
+
+    async def _committed(self, bootstrap, group, topic, partitions):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                                    request_timeout_ms=15000)
+        await consumer.start()
+        try:
+            return {p: await consumer.committed(TopicPartition(topic, p)) for p in partitions}
+        finally:
+            await consumer.stop()
+
+    def produce_idempotent(self, bootstrap, topic, values, *, batch_records, timeout_s):
+        try:
+            asyncio.run(asyncio.wait_for(self._produce_idempotent(bootstrap, topic, values, batch_records),
+                                         timeout_s))
+        except Exception as exc:
+            raise ClientError(f"aiokafka idempotent producer: {exc!r}") from exc
+
+    async def _produce_idempotent(self, bootstrap, topic, values, batch_records):
+        from aiokafka import AIOKafkaProducer
+        # aiokafka batches by bytes: a v2 batch header is 61 bytes, and a small record takes about 10 more than
+        # its value
+        batch_bytes = 61 + batch_records * (10 + max(map(len, values)))
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, linger_ms=5,
+                                    max_batch_size=batch_bytes, retry_backoff_ms=20, request_timeout_ms=15000,
+                                    client_id=f"compat-aioi-{uuid.uuid4().hex[:6]}")
+        await producer.start()
+        try:
+            sent = [await producer.send(topic, value=value, partition=0) for value in values]
+            await asyncio.gather(*sent)
+        finally:
+            await producer.stop()
 
     def run_member(self, spec, session):
         asyncio.run(self._run_member(spec, session))
@@ -120,6 +214,17 @@ class AiokafkaClient(ClientAdapter):
             await consumer.commit({TopicPartition(topic, p): o for p, o in offsets.items()})
 
         await session.serve_async(poll, commit, consumer.stop)
+
+
+async def _read(consumer, count: int, timeout_s: float, got: list[Consumed]) -> None:
+    """Adds records from an assigned or subscribed consumer to `got` until it holds `count` or time is up."""
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        batches = await consumer.getmany(timeout_ms=int(max(0.0, deadline - time.monotonic()) * 1000) + 1,
+                                         max_records=count - len(got))
+        for records in batches.values():
+            got.extend(Consumed(r.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
+                       for r in records)
 
 
 async def _seek(consumer, tps, start) -> None:

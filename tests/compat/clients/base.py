@@ -70,6 +70,45 @@ class ClientAdapter:
         """Every offset the group committed (OffsetFetch for all topics)."""
         raise NotImplementedError(f"{self.name} has no admin client here")
 
+    # --- metadata ------------------------------------------------------------------------------------------------
+
+    # Can the client ask about a topic without letting the broker create it (Metadata v4+ allow_auto_topic_creation
+    # false)? aiokafka always lets it.
+    can_refuse_auto_creation = True
+
+    def metadata(self, bootstrap: str, topics: Sequence[str] | None = None, *,
+                 auto_create: bool = False) -> ClusterView:
+        """What the client's metadata call reports about `topics` (None: every topic). With `auto_create` the
+        request lets the broker create the topics it does not have; without it, they come back unknown."""
+        raise NotImplementedError(f"{self.name} has no metadata call here")
+
+    def list_topics(self, bootstrap: str) -> set[str]:
+        """The names of every topic, through the call the client offers applications for listing them."""
+        raise NotImplementedError(f"{self.name} has no topic listing here")
+
+    # --- committed offsets -----------------------------------------------------------------------------------------
+
+    # Can the client read a group's committed offsets back (kcat cannot)?
+    reads_committed = True
+
+    def group_consume(self, bootstrap: str, topic: str, group: str, count: int,
+                      timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Consumed]:
+        """Joins `group` subscribed to `topic`, reads `count` records from the group's committed offsets (the
+        earliest without them), commits the offset after the last record read of each partition, and leaves."""
+        raise NotImplementedError(f"{self.name} has no group consumer here")
+
+    def committed(self, bootstrap: str, group: str, topic: str, partitions: Sequence[int]) -> dict[int, int | None]:
+        """The group's committed offset of each partition, None where it committed none."""
+        raise NotImplementedError(f"{self.name} cannot read committed offsets")
+
+    # --- idempotence -----------------------------------------------------------------------------------------------
+
+    def produce_idempotent(self, bootstrap: str, topic: str, values: Sequence[bytes], *, batch_records: int,
+                           timeout_s: float) -> None:
+        """Sends `values` in order to partition 0 with the client's idempotent producer, about `batch_records` to a
+        Produce request, retrying through failed requests and cut connections until all are acknowledged."""
+        raise NotImplementedError(f"{self.name} has no idempotent producer here")
+
     def produce_concurrently(self, bootstrap: str, topic: str, batches: Sequence[Sequence[Record]]) -> None:
         """One client instance per batch, all running at the same time."""
         run_concurrently([lambda b=b: self.produce(bootstrap, topic, b) for b in batches])
@@ -80,6 +119,14 @@ class ClientAdapter:
         `started` is called once they have all been launched (the records may be produced then)."""
         return run_concurrently([lambda: self.consume(bootstrap, topic, count, timeout_s=60)] * clients,
                                 started=started)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterView:
+    """A Metadata answer as a client reports it: the brokers, and each topic's partitions with their leaders. A topic
+    the broker called unknown is not in `topics`."""
+    brokers: frozenset[tuple[int, str, int]]  # (node id, host, port)
+    topics: dict[str, dict[int, int]]  # topic -> partition -> leader's node id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +152,14 @@ class GroupInfo:
     protocol_type: str
     protocol: str  # the assignor the group chose
     members: tuple[MemberInfo, ...]
+
+
+def next_offsets(records: Sequence[Consumed]) -> dict[int, int]:
+    """Partition -> the offset after the last of `records` read from it: what a consumer commits for them."""
+    found: dict[int, int] = {}
+    for record in records:
+        found[record.partition] = max(found.get(record.partition, 0), record.offset + 1)
+    return found
 
 
 def run_concurrently(calls: Sequence[Callable], started: Callable[[], None] | None = None) -> list:

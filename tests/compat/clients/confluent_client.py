@@ -9,7 +9,16 @@ import time
 import uuid
 
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, GroupInfo, GroupListing, MemberInfo
+from .base import (
+    DEFAULT_TIMEOUT_S,
+    ClientAdapter,
+    ClientError,
+    ClusterView,
+    GroupInfo,
+    GroupListing,
+    MemberInfo,
+    next_offsets,
+)
 
 
 def _common(bootstrap: str, role: str) -> dict:
@@ -89,7 +98,53 @@ class ConfluentClient(ClientAdapter):
             consumer.close()
         return earliest, latest, None if found.offset < 0 else found.offset
 
+    def metadata(self, bootstrap, topics=None, *, auto_create=False):
+        # librdkafka lets the broker create a topic only when allow.auto.create.topics says so (by default: from
+        # producer handles only); its metadata call names one topic at a time.
+        admin = self.admin(bootstrap, **{"allow.auto.create.topics": auto_create})
+        answers = [admin.list_topics(timeout=15)] if topics is None else [admin.list_topics(t, timeout=15)
+                                                                          for t in topics]
+        brokers = frozenset((b.id, b.host, b.port) for answer in answers for b in answer.brokers.values())
+        return ClusterView(brokers, {name: {p.id: p.leader for p in described.partitions.values()}
+                                     for answer in answers for name, described in answer.topics.items()
+                                     if described.error is None})
+
+    def list_topics(self, bootstrap):
+        return set(self.admin(bootstrap).list_topics(timeout=15).topics)
+
     # --- consumer groups -------------------------------------------------------------------------------------------
+
+    def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
+        from confluent_kafka import TopicPartition
+        consumer = self.consumer(bootstrap, **{"group.id": group, "session.timeout.ms": 6000,
+                                               "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 200})
+        got: list[Consumed] = []
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + timeout_s
+            while len(got) < count and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=count - len(got),
+                                            timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
+                    if msg.error():
+                        raise ClientError(f"confluent-kafka group consumer: {msg.error()}")
+                    got.append(Consumed(msg.partition(), msg.offset(), msg.key(), msg.value(),
+                                        tuple(msg.headers() or ()), msg.timestamp()[1]))
+            if len(got) < count:
+                raise ClientError(f"confluent-kafka group consumer: {len(got)} of {count} records within {timeout_s} s")
+            consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in next_offsets(got).items()],
+                            asynchronous=False)
+        finally:
+            consumer.close()
+        return got
+
+    def committed(self, bootstrap, group, topic, partitions):
+        from confluent_kafka import TopicPartition
+        consumer = self.consumer(bootstrap, **{"group.id": group})
+        try:
+            found = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=15)
+        finally:
+            consumer.close()
+        return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in found}  # none: OFFSET_INVALID
 
     def run_member(self, spec, session):
         from confluent_kafka import TopicPartition
@@ -141,9 +196,9 @@ class ConfluentClient(ClientAdapter):
 
         session.serve(poll, commit, consumer.close)
 
-    def admin(self, bootstrap: str):
+    def admin(self, bootstrap: str, **overrides):
         from confluent_kafka.admin import AdminClient
-        return AdminClient(_common(bootstrap, "a"))
+        return AdminClient(_common(bootstrap, "a") | overrides)
 
     def list_groups(self, bootstrap, states=()):
         from confluent_kafka import ConsumerGroupState

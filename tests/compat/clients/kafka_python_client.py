@@ -6,7 +6,16 @@ import uuid
 from collections.abc import Sequence
 
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, GroupInfo, GroupListing, MemberInfo
+from .base import (
+    DEFAULT_TIMEOUT_S,
+    ClientAdapter,
+    ClientError,
+    ClusterView,
+    GroupInfo,
+    GroupListing,
+    MemberInfo,
+    next_offsets,
+)
 
 
 class KafkaPythonClient(ClientAdapter):
@@ -49,18 +58,9 @@ class KafkaPythonClient(ClientAdapter):
             tps = [TopicPartition(topic, p) for p in partitions]
             consumer.assign(tps)
             _seek(consumer, tps, start)
-            got: list[Consumed] = []
-            deadline = time.monotonic() + timeout_s
-            while len(got) < count and time.monotonic() < deadline:
-                batches = consumer.poll(timeout_ms=int(max(0.0, deadline - time.monotonic()) * 1000) + 1,
-                                        max_records=count - len(got))
-                for records in batches.values():
-                    got.extend(_consumed(r) for r in records)
+            return _poll_for(consumer, count, timeout_s)
         finally:
             consumer.close()
-        if len(got) < count:
-            raise ClientError(f"kafka-python consumer: {len(got)} of {count} records within {timeout_s} s")
-        return got
 
     def list_offsets(self, bootstrap, topic, partition, timestamp):
         from kafka import TopicPartition
@@ -83,6 +83,32 @@ class KafkaPythonClient(ClientAdapter):
         finally:
             consumer.close()
         return {tp.partition: offset for tp, offset in found.items()}
+
+    def metadata(self, bootstrap, topics=None, *, auto_create=False):
+        if auto_create and topics:
+            # The admin client never lets the broker create a topic; a producer's Metadata request does.
+            producer = self.producer(bootstrap, enable_idempotence=False)
+            try:
+                for topic in topics:
+                    producer.partitions_for(topic)
+            finally:
+                producer.close(timeout=5)
+        admin = self.admin(bootstrap)
+        try:
+            described = admin.describe_topics(None if topics is None else list(topics))
+            cluster = admin.describe_cluster()
+        finally:
+            admin.close()
+        return ClusterView(frozenset((b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]),
+                           {t["name"]: {p["partition_index"]: p["leader_id"] for p in t["partitions"]}
+                            for t in described if t["error_code"] == 0})
+
+    def list_topics(self, bootstrap):
+        consumer = self.consumer(bootstrap)
+        try:
+            return set(consumer.topics())
+        finally:
+            consumer.close()
 
     def partitions_for(self, bootstrap: str, topic: str) -> set[int]:
         """Creates the topic if needed (Metadata with auto-creation) and returns its partitions."""
@@ -128,6 +154,28 @@ class KafkaPythonClient(ClientAdapter):
             consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
 
         session.serve(poll, commit, lambda: consumer.close(autocommit=False))
+
+    def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
+        from kafka import OffsetAndMetadata, TopicPartition
+        consumer = self.consumer(bootstrap, group_id=group, auto_offset_reset="earliest", session_timeout_ms=6000,
+                                 heartbeat_interval_ms=1000, fetch_max_wait_ms=200)
+        try:
+            consumer.subscribe([topic])
+            consumer.topics()  # metadata before the first join (see run_member)
+            got = _poll_for(consumer, count, timeout_s)
+            consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+                             for p, o in next_offsets(got).items()})
+        finally:
+            consumer.close(autocommit=False)
+        return got
+
+    def committed(self, bootstrap, group, topic, partitions):
+        from kafka import TopicPartition
+        consumer = self.consumer(bootstrap, group_id=group)
+        try:
+            return {p: consumer.committed(TopicPartition(topic, p)) for p in partitions}
+        finally:
+            consumer.close(autocommit=False)
 
     def admin(self, bootstrap: str):
         from kafka import KafkaAdminClient
@@ -201,6 +249,20 @@ def _group_info(group: dict) -> GroupInfo:
                                   member.get("group_instance_id"), pairs))
     return GroupInfo(group["group_id"], group["group_state"], group["protocol_type"], group["protocol_data"],
                      tuple(members))
+
+
+def _poll_for(consumer, count: int, timeout_s: float) -> list[Consumed]:
+    """Exactly `count` records from an assigned or subscribed consumer; ClientError when fewer come in time."""
+    got: list[Consumed] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        batches = consumer.poll(timeout_ms=int(max(0.0, deadline - time.monotonic()) * 1000) + 1,
+                                max_records=count - len(got))
+        for records in batches.values():
+            got.extend(_consumed(r) for r in records)
+    if len(got) < count:
+        raise ClientError(f"kafka-python consumer: {len(got)} of {count} records within {timeout_s} s")
+    return got
 
 
 def _seek(consumer, tps: Sequence, start) -> None:

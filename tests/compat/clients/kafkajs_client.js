@@ -114,6 +114,23 @@ async function produce (spec) {
   return { sent: spec.records.length, result }
 }
 
+// An idempotent producer sending the records in order, `chunk` per send() (one Produce request each), each send
+// awaited before the next: kafkajs keeps one request in flight for an idempotent producer. Its retries are raised
+// from the script's fail-fast two, so that it retries through the connections a fault proxy cuts.
+async function produceIdempotent (spec) {
+  const producer = client(spec, 'i').producer({ idempotent: true, maxInFlightRequests: 1,
+    retry: { retries: 20, initialRetryTime: 50, maxRetryTime: 500 } })
+  await producer.connect()
+  try {
+    for (let start = 0; start < spec.records.length; start += spec.chunk) {
+      await producer.send({ topic: spec.topic, acks: -1, messages: spec.records.slice(start, start + spec.chunk).map(toMessage) })
+    }
+  } finally {
+    await producer.disconnect()
+  }
+  return { sent: spec.records.length }
+}
+
 // One Kafka instance (own connections) per batch, all sending at once.
 async function produceMany (spec) {
   const results = await Promise.all(spec.batches.map((records, i) => produceWith(client(spec, `p${i}`), spec, records)))
@@ -182,6 +199,99 @@ async function consume (spec) {
     })
   } finally {
     await consumer.disconnect()
+  }
+}
+
+// The cluster and the topics asked about (all when spec.topics is null), partition -> leader; a topic the broker
+// calls unknown is left out. kafkajs' admin never lets the broker create a topic; with auto_create a consumer first
+// subscribes to the topics, and its Metadata request does (kafkajs' allowAutoTopicCreation defaults to true).
+async function metadata (spec) {
+  const kafka = client(spec, 'md')
+  if (spec.auto_create && spec.topics) {
+    const consumer = kafka.consumer({ groupId: `compat-md-${Math.random().toString(16).slice(2, 10)}` })
+    await consumer.connect()
+    try {
+      await consumer.subscribe({ topics: spec.topics })
+    } finally {
+      await consumer.disconnect()
+    }
+  }
+  const admin = kafka.admin()
+  await admin.connect()
+  try {
+    const cluster = await admin.describeCluster()
+    const topics = {}
+    for (const asked of spec.topics === null ? [[]] : spec.topics.map(topic => [topic])) { // []: every topic
+      try {
+        for (const topic of (await admin.fetchTopicMetadata({ topics: asked })).topics) {
+          topics[topic.name] = Object.fromEntries(topic.partitions.map(p => [p.partitionId, p.leader]))
+        }
+      } catch (error) {
+        if (error.type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw error
+      }
+    }
+    return { brokers: cluster.brokers.map(b => [b.nodeId, b.host, b.port]), topics }
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+async function listTopics (spec) {
+  const admin = client(spec, 'lt').admin()
+  await admin.connect()
+  try {
+    return { topics: await admin.listTopics() }
+  } finally {
+    await admin.disconnect()
+  }
+}
+
+// Joins spec.group, reads spec.count records from its committed offsets (the earliest without them), commits the
+// offset after the last record read of each partition, and leaves.
+async function groupConsume (spec) {
+  const consumer = client(spec, 'g').consumer({
+    groupId: spec.group,
+    sessionTimeout: 6000,
+    heartbeatInterval: 1000,
+    maxWaitTimeInMs: 200,
+    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000, restartOnFailure: async () => false }
+  })
+  const got = []
+  await consumer.connect()
+  try {
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${got.length} of ${spec.count} records within ${spec.timeout_ms} ms`)),
+        spec.timeout_ms)
+      consumer.on(consumer.events.CRASH, event => { clearTimeout(timer); reject(event.payload.error) })
+      consumer.subscribe({ topic: spec.topic, fromBeginning: true })
+        .then(() => consumer.run({
+          autoCommit: false,
+          eachMessage: async ({ partition, message }) => {
+            if (got.length >= spec.count) return // fetched beyond what was asked for: neither kept nor committed
+            got.push({ partition, offset: Number(message.offset), key: toB64(message.key), value: toB64(message.value) })
+            if (got.length === spec.count) { clearTimeout(timer); resolve() }
+          }
+        }))
+        .catch(error => { clearTimeout(timer); reject(error) })
+    })
+    const next = new Map()
+    for (const r of got) next.set(r.partition, Math.max(next.get(r.partition) || 0, r.offset + 1))
+    await consumer.commitOffsets([...next].map(([partition, offset]) => ({ topic: spec.topic, partition, offset: String(offset) })))
+  } finally {
+    await consumer.disconnect()
+  }
+  return { records: got }
+}
+
+// The group's committed offset of each partition of spec.topic (-1: none).
+async function committed (spec) {
+  const admin = client(spec, 'co').admin()
+  await admin.connect()
+  try {
+    const [found] = await admin.fetchOffsets({ groupId: spec.group, topics: [spec.topic] })
+    return { offsets: Object.fromEntries(found.partitions.map(p => [p.partition, Number(p.offset)])) }
+  } finally {
+    await admin.disconnect()
   }
 }
 
@@ -258,7 +368,17 @@ async function member (spec) {
   commands.on('close', () => { queue = queue.then(close) })
 }
 
-const OPS = { produce, produce_many: produceMany, list_offsets: listOffsets, consume }
+const OPS = {
+  produce,
+  produce_many: produceMany,
+  produce_idempotent: produceIdempotent,
+  list_offsets: listOffsets,
+  consume,
+  metadata,
+  list_topics: listTopics,
+  group_consume: groupConsume,
+  committed
+}
 
 async function main () {
   if (process.argv[2] === '--member') {

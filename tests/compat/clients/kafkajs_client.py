@@ -14,8 +14,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError
+from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed, Record
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
 
 SCRIPT = Path(__file__).with_name("kafkajs_client.js")
 
@@ -78,6 +78,30 @@ class KafkajsClient(ClientAdapter):
         return [Consumed(r["partition"], r["offset"], unb64(r["key"]), unb64(r["value"]),
                          tuple((name, unb64(value)) for name, value in r["headers"]), r["timestamp"])
                 for r in result["records"]]
+
+    def metadata(self, bootstrap, topics=None, *, auto_create=False):
+        result = self._call({"op": "metadata", "brokers": bootstrap, "auto_create": auto_create,
+                             "topics": None if topics is None else list(topics)}, 30)
+        return ClusterView(frozenset(tuple(b) for b in result["brokers"]),
+                           {name: {int(p): leader for p, leader in partitions.items()}
+                            for name, partitions in result["topics"].items()})
+
+    def list_topics(self, bootstrap):
+        return set(self._call({"op": "list_topics", "brokers": bootstrap}, 30)["topics"])
+
+    def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
+        result = self._call({"op": "group_consume", "brokers": bootstrap, "topic": topic, "group": group,
+                             "count": count, "timeout_ms": int(timeout_s * 1000)}, timeout_s)
+        return [Consumed(r["partition"], r["offset"], unb64(r["key"]), unb64(r["value"]), (), -1)
+                for r in result["records"]]
+
+    def committed(self, bootstrap, group, topic, partitions):
+        offsets = self._call({"op": "committed", "brokers": bootstrap, "group": group, "topic": topic}, 30)["offsets"]
+        return {p: offsets[str(p)] if offsets.get(str(p), -1) >= 0 else None for p in partitions}
+
+    def produce_idempotent(self, bootstrap, topic, values, *, batch_records, timeout_s):
+        self._call({"op": "produce_idempotent", "brokers": bootstrap, "topic": topic, "chunk": batch_records,
+                    "records": [record_json(Record(None, value, partition=0)) for value in values]}, timeout_s)
 
     def list_offsets(self, bootstrap, topic, partition, timestamp):
         result = self._call({"op": "list_offsets", "brokers": bootstrap, "topic": topic, "partition": partition,

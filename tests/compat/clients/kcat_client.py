@@ -7,28 +7,44 @@ What kcat cannot express, and how the adapter copes:
   invocation, so records are sent in runs of equal headers and partition, one kcat each.
 - consume: the output format below carries key and value lengths, so binary keys and values and null/empty are read
   exactly; headers are printed as `name=value,...` text, which cannot carry binary or null header values.
+- groups: kcat -G is librdkafka's group consumer. It takes no commands once started: it commits by itself (auto
+  commit, and when it closes on SIGTERM or after -c records), and it has no way to read committed offsets back. Its
+  rebalances are read from the lines it prints on stderr.
 kcat -C is librdkafka's simple consumer: no group.id, no coordinator.
 """
 from __future__ import annotations
 
 import dataclasses
+import io
 import itertools
+import json
+import queue
+import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import threading
 
-from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError
+from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed, Record
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
 
 RECORD_DELIMITER = b"\x1e"  # ASCII record separator
 KEY_DELIMITER = b"\x1f"  # ASCII unit separator
 # partition|offset|timestamp|key length|value length|headers, newline, key bytes, value bytes, newline
 OUTPUT_FORMAT = "%p|%o|%T|%K|%S|%h\\n%k%s\\n"
+# What kcat -G prints on stderr when its rebalance callback runs: whole assignments for eager assignors, the
+# partitions that change hands for cooperative ones.
+REBALANCE_LINE = re.compile(r"^% Group \S+ rebalanced \(memberid [^)]*\): (assigned|revoked): ?(.*)$")
+PARTITION_ITEM = re.compile(r"(\S+) \[(\d+)\]")
+MEMBER_POLL_S = 0.2
 
 
 class KcatClient(ClientAdapter):
     name = "kcat"
     expressive = False
+    reads_committed = False
 
     def __init__(self, executable: str | None = None):
         self.executable = executable or shutil.which("kcat") or "kcat"
@@ -82,6 +98,57 @@ class KcatClient(ClientAdapter):
         if len(got) < count:
             raise ClientError(f"kcat consumer: {len(got)} of {count} records")
         return got
+
+    def metadata(self, bootstrap, topics=None, *, auto_create=False):
+        # kcat -L names one topic or none (every topic); allow.auto.create.topics decides whether the broker may
+        # create a named one.
+        base = self._base(bootstrap) + ["-L", "-J", "-X", f"allow.auto.create.topics={str(auto_create).lower()}"]
+        commands = [base] if topics is None else [base + ["-t", topic] for topic in topics]
+        brokers, described = set(), {}
+        for cmd in commands:
+            listed = json.loads(_run(cmd, b"", 30, "kcat -L"))
+            for broker in listed["brokers"]:
+                host, _, port = broker["name"].rpartition(":")
+                brokers.add((broker["id"], host, int(port)))
+            described |= {t["topic"]: {p["partition"]: p["leader"] for p in t["partitions"]}
+                          for t in listed["topics"] if "error" not in t}
+        return ClusterView(frozenset(brokers), described)
+
+    def list_topics(self, bootstrap):
+        return set(self.metadata(bootstrap).topics)
+
+    def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
+        # kcat stores the offset of each record it prints and commits them when it closes, after -c records
+        cmd = self._base(bootstrap) + ["-G", group, topic, "-c", str(count), "-u", "-f", OUTPUT_FORMAT,
+                                       "-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000",
+                                       "-X", "heartbeat.interval.ms=1000", "-X", "fetch.wait.max.ms=200"]
+        got = parse_output(_run(cmd, b"", timeout_s, f"kcat -G ({count} records)"))
+        if len(got) != count:
+            raise ClientError(f"kcat -G: {len(got)} of {count} records")
+        return got
+
+    def produce_idempotent(self, bootstrap, topic, values, *, batch_records, timeout_s):
+        # -E: without it kcat exits on a non-fatal error such as a cut connection. librdkafka 2.0.2 backs off its
+        # reconnects exponentially up to 10 s: with a proxy cutting connections, the run would be mostly waiting.
+        cmd = self._base(bootstrap) + ["-P", "-t", topic, "-p", "0", "-E", "-X", "enable.idempotence=true",
+                                       "-X", f"batch.num.messages={batch_records}", "-X", "linger.ms=5",
+                                       "-X", "reconnect.backoff.ms=10", "-X", "reconnect.backoff.max.ms=100"]
+        for value in values:
+            _check_expressible(Record(None, value))
+        payload = b"".join(value + RECORD_DELIMITER for value in values)
+        try:
+            done = subprocess.run(cmd + ["-D", "\\x1e"], input=payload, capture_output=True, timeout=timeout_s,
+                                  check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise ClientError(f"kcat idempotent producer: not done within {timeout_s} s: "
+                              f"{(exc.stderr or b'').decode(errors='replace')[-1500:]}") from None
+        stderr = done.stderr.decode(errors="replace")
+        # transport errors are expected here; a record that was given up on is not
+        if done.returncode != 0 or "Delivery failed" in stderr:
+            raise ClientError(f"kcat idempotent producer exited {done.returncode}: {stderr[-1500:]}")
+
+    def run_member(self, spec, session):
+        KcatMember(self, spec, session).run()
 
     def list_offsets(self, bootstrap, topic, partition, timestamp):
         found = []
@@ -138,21 +205,28 @@ def _run(cmd: list[str], stdin: bytes, timeout_s: float, what: str) -> bytes:
 
 def parse_output(out: bytes) -> list[Consumed]:
     """Parses OUTPUT_FORMAT: a text line with lengths, then exactly that many key and value bytes."""
-    got = []
-    position = 0
-    while position < len(out):
-        end = out.index(b"\n", position)
-        partition, offset, timestamp, key_len, value_len, headers = out[position:end].split(b"|", 5)
-        position = end + 1
-        key_len, value_len = int(key_len), int(value_len)
-        key = None if key_len < 0 else out[position:position + key_len]
-        position += max(key_len, 0)
-        value = None if value_len < 0 else out[position:position + value_len]
-        position += max(value_len, 0)
-        assert out[position:position + 1] == b"\n", f"kcat output out of step at byte {position}"
-        position += 1
-        got.append(Consumed(int(partition), int(offset), key, value, _parse_headers(headers), int(timestamp)))
-    return got
+    stream = io.BytesIO(out)
+    return list(iter(lambda: read_record(stream), None))
+
+
+def read_record(stream) -> Consumed | None:
+    """The next OUTPUT_FORMAT record of a binary stream, None at its end."""
+    line = stream.readline()
+    if not line:
+        return None
+    partition, offset, timestamp, key_len, value_len, headers = line.rstrip(b"\n").split(b"|", 5)
+    key_len, value_len = int(key_len), int(value_len)
+    key = None if key_len < 0 else _read_exactly(stream, key_len)
+    value = None if value_len < 0 else _read_exactly(stream, value_len)
+    end = stream.read(1)
+    assert end == b"\n", f"kcat output out of step after record {partition}@{offset}: {end!r}"
+    return Consumed(int(partition), int(offset), key, value, _parse_headers(headers), int(timestamp))
+
+
+def _read_exactly(stream, count: int) -> bytes:
+    data = stream.read(count)
+    assert len(data) == count, f"kcat output ends inside a record ({len(data)} of {count} bytes)"
+    return data
 
 
 def _parse_headers(text: bytes) -> tuple:
@@ -168,3 +242,89 @@ def _parse_query(text: str, topic: str, partition: int) -> int | None:
         if len(words) >= 4 and words[0] == topic and words[1] == f"[{partition}]" and words[2] == "offset":
             return int(words[3])
     raise ClientError(f"kcat -Q: no offset for {topic}[{partition}] in {text!r}")
+
+
+class KcatMember:
+    """A group member (protocol: member.py) made of a kcat -G process: its stdout gives the records, its stderr the
+    rebalances. kcat runs under `setpriv --pdeathsig KILL`, so that it dies with this process when a test kills the
+    member. Both streams are read in threads and handed to the session from the member's loop, in one thread."""
+
+    def __init__(self, client: KcatClient, spec: dict, session):
+        self.spec = spec
+        self.session = session
+        self.events: queue.Queue = queue.Queue()
+        cmd = client._base(spec["bootstrap"]) + ["-G", spec["group"], spec["topic"], "-u", "-f", OUTPUT_FORMAT]
+        settings = {"client.id": spec["client_id"], "auto.offset.reset": "earliest",
+                    "session.timeout.ms": spec["session_timeout_ms"],
+                    "heartbeat.interval.ms": spec["heartbeat_interval_ms"],
+                    "max.poll.interval.ms": spec["rebalance_timeout_ms"], "fetch.wait.max.ms": spec["fetch_wait_ms"],
+                    "group.instance.id": spec["instance_id"], "partition.assignment.strategy": spec["strategy"]}
+        for name, value in settings.items():
+            if value is not None:
+                cmd += ["-X", f"{name}={value}"]
+        self.kcat = subprocess.Popen([require_setpriv(), "--pdeathsig", "KILL", *cmd], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.readers = [threading.Thread(target=self._read_records, daemon=True),
+                        threading.Thread(target=self._read_stderr, daemon=True)]
+        for reader in self.readers:
+            reader.start()
+
+    def run(self) -> None:
+        self.session.serve(self.poll, self.commit, self.close)
+
+    def poll(self) -> None:
+        """Hands over what kcat printed, waiting up to MEMBER_POLL_S for something."""
+        try:
+            self._handle(self.events.get(timeout=MEMBER_POLL_S))
+        except queue.Empty:
+            if self.kcat.poll() is not None:
+                raise ClientError(f"kcat -G exited with status {self.kcat.returncode} unasked") from None
+        self._handle_queued()
+
+    @staticmethod
+    def commit(offsets) -> None:
+        raise ClientError("kcat -G takes no commit command: it commits by itself")
+
+    def close(self) -> None:
+        """SIGTERM: kcat closes its consumer (commit, LeaveGroup) and exits; what it printed until then is handled."""
+        self.kcat.send_signal(signal.SIGTERM)
+        code = self.kcat.wait(timeout=20)
+        for reader in self.readers:
+            reader.join(timeout=5)
+        self._handle_queued()
+        if code != 0:
+            raise ClientError(f"kcat -G exited with status {code} on SIGTERM")
+
+    def _handle_queued(self) -> None:
+        while not self.events.empty():
+            self._handle(self.events.get_nowait())
+
+    def _handle(self, event: tuple) -> None:
+        kind, payload = event
+        if kind == "record":
+            self.session.delivered([(payload.partition, payload.offset, payload.value)])
+        elif kind == "assigned":
+            self.session.assigned(payload)
+        elif kind == "revoked":
+            self.session.revoked(payload)
+
+    def _read_records(self) -> None:
+        for record in iter(lambda: read_record(self.kcat.stdout), None):
+            self.events.put(("record", record))
+
+    def _read_stderr(self) -> None:
+        """Rebalance lines become events; every line also goes to this process's stderr (the member's log)."""
+        for raw in self.kcat.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            print(line, file=sys.stderr, flush=True)
+            match = REBALANCE_LINE.match(line)
+            if match:
+                ours = [int(p) for topic, p in PARTITION_ITEM.findall(match[2]) if topic == self.spec["topic"]]
+                self.events.put((match[1], ours))
+
+
+def require_setpriv() -> str:
+    path = shutil.which("setpriv")
+    if path is None:
+        raise ClientError("setpriv (util-linux) is missing: kcat group members need it")
+    return path

@@ -5,7 +5,8 @@ The program in `sarama/main.go` is built at first use in GOPATH mode against the
 operation with a JSON command. sarama's defaults matter here: it assumes a Kafka 0.8.2 broker unless told
 otherwise, so it never asks ApiVersions and sends Metadata v0, Produce v0 with magic 0 messages and Fetch v0;
 `with_protocol("2.1.0")` sets its Config.Version for flows that need newer ones (lz4 wants 0.10, zstd 2.1,
-consumer groups 0.10.2).
+consumer groups 0.10.2, the idempotent producer 0.11, its ClusterAdmin 0.10). The admin calls and the
+idempotent producer use NEWER_PROTOCOL unless the adapter was given a version.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..records import EARLIEST, LATEST, AtOffset, Consumed, Record
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
 
 GOPATH = Path("/usr/share/gocode")  # where Debian's golang-*-dev packages put their source
 SARAMA_SOURCE = GOPATH / "src" / "github.com" / "Shopify" / "sarama"
@@ -29,6 +30,7 @@ BUILD_DIR = Path(os.environ.get("COMPATBROKER_SARAMA_DIR", Path.home() / ".cache
 INSTALL_HINT = (f"apt-get update && apt-get install -y golang-go {DEBIAN_PACKAGE}  (or: bash tests/run.sh; "
                 "COMPATBROKER_SARAMA_DIR selects where the program is built)")
 BUILD_TIMEOUT_S = 600  # the first build compiles sarama and its cgo zstd binding
+NEWER_PROTOCOL = "2.1.0"
 
 
 def load() -> SaramaClient:
@@ -79,10 +81,14 @@ class SaramaClient(ClientAdapter):
     def with_protocol(self, protocol: str | None) -> SaramaClient:
         return SaramaClient(self.program, protocol)
 
+    def _newer(self) -> SaramaClient:
+        """This adapter, or one speaking NEWER_PROTOCOL when this one keeps sarama's default (too old for the call)."""
+        return self if self.protocol else self.with_protocol(NEWER_PROTOCOL)
+
     def run(self, command: dict, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
         command = command | {"version": self.protocol or "", "timeout_ms": int(timeout_s * 1000)}
         try:
-            done = subprocess.run([str(self.program), json.dumps(command)], capture_output=True, text=True,
+            done = subprocess.run([str(self.program)], input=json.dumps(command), capture_output=True, text=True,
                                   timeout=timeout_s + 15)
         except subprocess.TimeoutExpired:
             raise ClientError(f"sarama {command['op']} did not finish within {timeout_s + 15} s") from None
@@ -90,9 +96,46 @@ class SaramaClient(ClientAdapter):
             raise ClientError(f"sarama {command['op']} failed: {done.stderr.strip()[-2000:]}")
         return json.loads(done.stdout)
 
-    def metadata(self, bootstrap: str, topic: str | None = None) -> dict:
-        """{"brokers": [host:port...], "topics": {name: [partition...]}}; naming a topic asks for it."""
+    def metadata_answer(self, bootstrap: str, topic: str | None = None) -> dict:
+        """The "metadata" command's answer: {"brokers": [host:port...], "broker_ids": {host:port: id}, "topics":
+        {name: [partition...]}, "leaders": {name: {partition: leader id}}}, for every topic; naming a topic also
+        asks for it (the broker may create it)."""
         return self.run({"op": "metadata", "bootstrap": bootstrap, "topic": topic or ""})
+
+    def admin(self, bootstrap: str, *calls: dict, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[dict]:
+        """Makes the ClusterAdmin calls in order (see adminCall in main.go); each result is {"result": ...} or
+        {"error": message, "error_code": Kafka's code or -1}."""
+        return self._newer().run({"op": "admin", "bootstrap": bootstrap, "calls": list(calls)}, timeout_s)["results"]
+
+    def admin_results(self, bootstrap: str, *calls: dict) -> list:
+        """admin() for calls that must all succeed: their results."""
+        answers = self.admin(bootstrap, *calls)
+        failed = [(call["call"], answer["error"]) for call, answer in zip(calls, answers, strict=True)
+                  if answer["error"]]
+        if failed:
+            raise ClientError(f"sarama admin: {failed}")
+        return [answer["result"] for answer in answers]
+
+    def metadata(self, bootstrap, topics=None, *, auto_create=False):
+        if topics is not None and not auto_create:
+            # ClusterAdmin's DescribeTopics asks Metadata v5 not to create the topics
+            described, cluster = self.admin_results(bootstrap, {"call": "describe_topics", "topics": list(topics)},
+                                                    {"call": "describe_cluster"})
+            brokers = frozenset((int(node), *_host_port(addr)) for node, addr in cluster["brokers"].items())
+            return ClusterView(brokers, {name: {int(p): leader for p, leader in found["leaders"].items()}
+                                         for name, found in described.items() if found["error"] == 0})
+        # the client's own requests, whose Metadata v0 the broker answers by creating named topics it lacks
+        answers = [self.metadata_answer(bootstrap, topic) for topic in topics or [None]]
+        brokers = frozenset((node, *_host_port(addr)) for answer in answers
+                            for addr, node in answer["broker_ids"].items())
+        leaders = {name: {int(p): leader for p, leader in partitions.items()}
+                   for answer in answers for name, partitions in answer["leaders"].items()}
+        return ClusterView(brokers, leaders if topics is None else {t: leaders[t] for t in topics if t in leaders})
+
+    def list_topics(self, bootstrap):
+        """ClusterAdmin's ListTopics: Metadata v0 for every topic, then DescribeConfigs v0 for all of them."""
+        [listed] = self.admin_results(bootstrap, {"call": "list_topics"})
+        return set(listed)
 
     def produce(self, bootstrap: str, topic: str, records: Sequence[Record], *, acks: int = -1,
                 compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S):
@@ -120,6 +163,21 @@ class SaramaClient(ClientAdapter):
         answer = self.run({"op": "group", "bootstrap": bootstrap, "topic": topic, "group": group, "count": count},
                           timeout_s)
         return [_consumed(r) for r in answer["records"]]
+
+    def committed(self, bootstrap, group, topic, partitions):
+        [found] = self.admin_results(bootstrap, {"call": "list_group_offsets", "group": group, "topic": topic,
+                                                 "partitions": max(partitions) + 1})
+        return {p: found[str(p)] if found[str(p)] >= 0 else None for p in partitions}
+
+    def produce_idempotent(self, bootstrap, topic, values, *, batch_records, timeout_s):
+        self._newer().run({"op": "produce", "bootstrap": bootstrap, "topic": topic, "acks": -1, "compression": "none",
+                           "idempotent": True, "batch_messages": batch_records,
+                           "records": [{"key": None, "value": _b64(value)} for value in values]}, timeout_s)
+
+
+def _host_port(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    return host, int(port)
 
 
 def _b64(data: bytes | None) -> str | None:

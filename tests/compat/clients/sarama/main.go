@@ -1,6 +1,7 @@
 // Command sarama-compat drives the Go client sarama (Debian's golang-github-shopify-sarama-dev) for the compat
-// tests. It takes one JSON command as its argument and prints one JSON result on stdout; a failure is a message on
-// stderr and exit status 1. Built in GOPATH mode by tests/compat/clients/sarama_client.py.
+// tests. It takes one JSON command as its argument, or on stdin when it has none (a command with many records is
+// longer than an argument may be), and prints one JSON result on stdout; a failure is a message on stderr and exit
+// status 1. Built in GOPATH mode by tests/compat/clients/sarama_client.py.
 //
 // Every command keeps sarama's default configuration unless it names a protocol version ("version": "2.1.0"):
 // sarama then assumes a Kafka 0.8.2 broker and sends Metadata v0, Produce v0 with magic 0 messages, Fetch v0 and
@@ -20,18 +21,21 @@ import (
 )
 
 type command struct {
-	Op          string   `json:"op"` // metadata, produce, consume, group, version
-	Bootstrap   string   `json:"bootstrap"`
-	Version     string   `json:"version"` // sarama's Config.Version; empty keeps its default
-	Topic       string   `json:"topic"`
-	Records     []record `json:"records"`
-	Acks        int16    `json:"acks"`
-	Compression string   `json:"compression"`
-	Partition   int32    `json:"partition"`
-	Start       string   `json:"start"` // oldest, newest, or an offset
-	Count       int      `json:"count"`
-	Group       string   `json:"group"`
-	TimeoutMs   int      `json:"timeout_ms"`
+	Op            string      `json:"op"` // metadata, produce, consume, group, admin, version
+	Bootstrap     string      `json:"bootstrap"`
+	Version       string      `json:"version"` // sarama's Config.Version; empty keeps its default
+	Topic         string      `json:"topic"`
+	Records       []record    `json:"records"`
+	Acks          int16       `json:"acks"`
+	Compression   string      `json:"compression"`
+	Idempotent    bool        `json:"idempotent"`     // produce: Producer.Idempotent, one request in flight
+	BatchMessages int         `json:"batch_messages"` // produce: records per request at most; 0: all in one
+	Partition     int32       `json:"partition"`
+	Start         string      `json:"start"` // oldest, newest, or an offset
+	Count         int         `json:"count"`
+	Group         string      `json:"group"`
+	Calls         []adminCall `json:"calls"` // admin: ClusterAdmin calls made in order over one connection
+	TimeoutMs     int         `json:"timeout_ms"`
 }
 
 // record: key and value are base64 in JSON (nil is null); timestamp is ms, -1 when the broker sent none.
@@ -44,12 +48,18 @@ type record struct {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fail(fmt.Errorf("usage: sarama-compat '<json command>'"))
-	}
 	var cmd command
-	if err := json.Unmarshal([]byte(os.Args[1]), &cmd); err != nil {
-		fail(err)
+	switch len(os.Args) {
+	case 1:
+		if err := json.NewDecoder(os.Stdin).Decode(&cmd); err != nil {
+			fail(err)
+		}
+	case 2:
+		if err := json.Unmarshal([]byte(os.Args[1]), &cmd); err != nil {
+			fail(err)
+		}
+	default:
+		fail(fmt.Errorf("usage: sarama-compat ['<json command>'], or the command on stdin"))
 	}
 	result, err := run(cmd)
 	if err != nil {
@@ -83,6 +93,8 @@ func run(cmd command) (interface{}, error) {
 		return consume(addrs, config, cmd)
 	case "group":
 		return group(addrs, config, cmd)
+	case "admin":
+		return admin(addrs, config, cmd)
 	}
 	return nil, fmt.Errorf("unknown op %q", cmd.Op)
 }
@@ -107,7 +119,8 @@ func timeout(cmd command) time.Duration {
 	return time.Duration(cmd.TimeoutMs) * time.Millisecond
 }
 
-// metadata: the brokers and each topic's partitions; naming a topic asks for it (auto-creation).
+// metadata: the brokers, each topic's partitions and each partition's leader. sarama's client asks for every topic
+// when it starts; naming a topic asks for it as well, which lets the broker create it.
 func metadata(addrs []string, config *sarama.Config, cmd command) (interface{}, error) {
 	client, err := sarama.NewClient(addrs, config)
 	if err != nil {
@@ -120,20 +133,32 @@ func metadata(addrs []string, config *sarama.Config, cmd command) (interface{}, 
 		}
 	}
 	brokers := []string{}
+	brokerIDs := map[string]int32{}
 	for _, broker := range client.Brokers() {
 		brokers = append(brokers, broker.Addr())
+		brokerIDs[broker.Addr()] = broker.ID()
 	}
 	names, err := client.Topics()
 	if err != nil {
 		return nil, err
 	}
 	topics := map[string][]int32{}
+	leaders := map[string]map[int32]int32{}
 	for _, name := range names {
 		if topics[name], err = client.Partitions(name); err != nil {
 			return nil, err
 		}
+		leaders[name] = map[int32]int32{}
+		for _, partition := range topics[name] {
+			leader, err := client.Leader(name, partition)
+			if err != nil {
+				return nil, err
+			}
+			leaders[name][partition] = leader.ID()
+		}
 	}
-	return map[string]interface{}{"brokers": brokers, "topics": topics}, nil
+	return map[string]interface{}{"brokers": brokers, "broker_ids": brokerIDs, "topics": topics,
+		"leaders": leaders}, nil
 }
 
 var codecs = map[string]sarama.CompressionCodec{
@@ -152,7 +177,18 @@ func produce(addrs []string, config *sarama.Config, cmd command) (interface{}, e
 	config.Producer.Compression = codec
 	config.Producer.Timeout = timeout(cmd)
 	config.Producer.Flush.MaxMessages = len(cmd.Records) // one request when it fits, so codecs see batches
+	if cmd.BatchMessages > 0 {
+		config.Producer.Flush.MaxMessages = cmd.BatchMessages
+	}
 	config.Producer.Flush.Frequency = 10 * time.Millisecond
+	if cmd.Idempotent {
+		// What sarama's config validation demands of an idempotent producer (besides Version >= 0.11 and acks=-1):
+		// one request in flight per broker, and retries, which are the point here.
+		config.Producer.Idempotent = true
+		config.Net.MaxOpenRequests = 1
+		config.Producer.Retry.Max = 1000
+		config.Producer.Retry.Backoff = 20 * time.Millisecond
+	}
 	producer, err := sarama.NewSyncProducer(addrs, config)
 	if err != nil {
 		return nil, err
@@ -301,4 +337,206 @@ func (c *collector) ConsumeClaim(session sarama.ConsumerGroupSession, claim sara
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// adminCall is one ClusterAdmin method and its arguments; which fields count depends on the method.
+type adminCall struct {
+	Call         string            `json:"call"`
+	Topic        string            `json:"topic"`
+	Topics       []string          `json:"topics"`
+	Partitions   int32             `json:"partitions"`
+	Replication  int16             `json:"replication"`
+	Configs      map[string]string `json:"configs"`
+	ValidateOnly bool              `json:"validate_only"`
+	Offsets      map[int32]int64   `json:"offsets"`       // delete_records: partition -> new low watermark
+	ResourceType string            `json:"resource_type"` // describe_config, alter_config: see resourceType
+	Name         string            `json:"name"`
+	Group        string            `json:"group"`
+}
+
+// adminResult: what a call returned, or its error with the Kafka error code behind it (-1 when there is none).
+type adminResult struct {
+	Result    interface{} `json:"result"`
+	Error     *string     `json:"error"`
+	ErrorCode int16       `json:"error_code"`
+}
+
+// admin: the calls in order through one ClusterAdmin; a failed call is reported in its result, the next still run.
+func admin(addrs []string, config *sarama.Config, cmd command) (interface{}, error) {
+	clusterAdmin, err := sarama.NewClusterAdmin(addrs, config)
+	if err != nil {
+		return nil, err
+	}
+	defer clusterAdmin.Close()
+	results := []adminResult{}
+	for _, call := range cmd.Calls {
+		result, err := adminCallOn(clusterAdmin, call)
+		if err != nil {
+			text := err.Error()
+			results = append(results, adminResult{Error: &text, ErrorCode: errorCode(err)})
+		} else {
+			results = append(results, adminResult{Result: result})
+		}
+	}
+	return map[string]interface{}{"results": results}, nil
+}
+
+func adminCallOn(clusterAdmin sarama.ClusterAdmin, call adminCall) (interface{}, error) {
+	switch call.Call {
+	case "create_topic":
+		entries := map[string]*string{}
+		for name, value := range call.Configs {
+			value := value
+			entries[name] = &value
+		}
+		detail := &sarama.TopicDetail{NumPartitions: call.Partitions, ReplicationFactor: call.Replication,
+			ConfigEntries: entries}
+		return nil, clusterAdmin.CreateTopic(call.Topic, detail, call.ValidateOnly)
+	case "create_partitions":
+		return nil, clusterAdmin.CreatePartitions(call.Topic, call.Partitions, nil, call.ValidateOnly)
+	case "delete_records":
+		return nil, clusterAdmin.DeleteRecords(call.Topic, call.Offsets)
+	case "delete_topic":
+		return nil, clusterAdmin.DeleteTopic(call.Topic)
+	case "describe_topics":
+		return describeTopics(clusterAdmin, call.Topics)
+	case "list_topics":
+		return listTopics(clusterAdmin)
+	case "describe_cluster":
+		brokers, controller, err := clusterAdmin.DescribeCluster()
+		if err != nil {
+			return nil, err
+		}
+		found := map[string]interface{}{"controller": controller}
+		addrs := map[int32]string{}
+		for _, broker := range brokers {
+			addrs[broker.ID()] = broker.Addr()
+		}
+		found["brokers"] = addrs
+		return found, nil
+	case "describe_config":
+		return describeConfig(clusterAdmin, call)
+	case "alter_config":
+		entries := map[string]*string{}
+		for name, value := range call.Configs {
+			value := value
+			entries[name] = &value
+		}
+		kind, err := resourceType(call.ResourceType)
+		if err != nil {
+			return nil, err
+		}
+		return nil, clusterAdmin.AlterConfig(kind, call.Name, entries, call.ValidateOnly)
+	case "list_group_offsets":
+		return groupOffsets(clusterAdmin, call)
+	}
+	return nil, fmt.Errorf("unknown admin call %q", call.Call)
+}
+
+// describeTopics: name -> {"error": code, "leaders": partition -> leader}, from a Metadata request that asks the
+// broker not to create the topics.
+func describeTopics(clusterAdmin sarama.ClusterAdmin, topics []string) (interface{}, error) {
+	described, err := clusterAdmin.DescribeTopics(topics)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]interface{}{}
+	for _, topic := range described {
+		leaders := map[int32]int32{}
+		for _, partition := range topic.Partitions {
+			leaders[partition.ID] = partition.Leader
+		}
+		found[topic.Name] = map[string]interface{}{"error": int16(topic.Err), "leaders": leaders}
+	}
+	return found, nil
+}
+
+// listTopics: name -> partition count, replication factor and the configs set on the topic (sarama asks Metadata
+// for every topic, then DescribeConfigs for all of them in one request).
+func listTopics(clusterAdmin sarama.ClusterAdmin) (interface{}, error) {
+	listed, err := clusterAdmin.ListTopics()
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]interface{}{}
+	for name, detail := range listed {
+		configs := map[string]string{}
+		for key, value := range detail.ConfigEntries {
+			if value != nil {
+				configs[key] = *value
+			}
+		}
+		found[name] = map[string]interface{}{"partitions": detail.NumPartitions,
+			"replication": detail.ReplicationFactor, "configs": configs}
+	}
+	return found, nil
+}
+
+func describeConfig(clusterAdmin sarama.ClusterAdmin, call adminCall) (interface{}, error) {
+	kind, err := resourceType(call.ResourceType)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := clusterAdmin.DescribeConfig(sarama.ConfigResource{Type: kind, Name: call.Name})
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]interface{}{}
+	for _, entry := range entries {
+		found[entry.Name] = map[string]interface{}{"value": entry.Value, "read_only": entry.ReadOnly,
+			"default": entry.Default, "sensitive": entry.Sensitive}
+	}
+	return found, nil
+}
+
+// resourceType: the config resource type sarama sends. sarama 1.22 numbers its constants after the ACL resource
+// types, so its BrokerResource is 5 where Kafka's BROKER config resource is 4 (sarama's ClusterResource); "broker"
+// sends 4, "sarama-broker" sarama's own constant.
+func resourceType(name string) (sarama.ConfigResourceType, error) {
+	switch name {
+	case "topic":
+		return sarama.TopicResource, nil
+	case "broker":
+		return sarama.ClusterResource, nil
+	case "sarama-broker":
+		return sarama.BrokerResource, nil
+	}
+	return sarama.UnknownResource, fmt.Errorf("unknown resource type %q", name)
+}
+
+// groupOffsets: partition -> committed offset (-1: none) of the group for call.Topic's partitions 0..Partitions-1.
+func groupOffsets(clusterAdmin sarama.ClusterAdmin, call adminCall) (interface{}, error) {
+	partitions := []int32{}
+	for partition := int32(0); partition < call.Partitions; partition++ {
+		partitions = append(partitions, partition)
+	}
+	fetched, err := clusterAdmin.ListConsumerGroupOffsets(call.Group, map[string][]int32{call.Topic: partitions})
+	if err != nil {
+		return nil, err
+	}
+	found := map[int32]int64{}
+	for _, partition := range partitions {
+		block := fetched.GetBlock(call.Topic, partition)
+		if block == nil {
+			return nil, fmt.Errorf("no offset for %s [%d] in the answer", call.Topic, partition)
+		}
+		if block.Err != sarama.ErrNoError {
+			return nil, block.Err
+		}
+		found[partition] = block.Offset
+	}
+	return found, nil
+}
+
+// errorCode: the Kafka error code an admin error carries, -1 for errors that are not the broker's.
+func errorCode(err error) int16 {
+	switch e := err.(type) {
+	case sarama.KError:
+		return int16(e)
+	case *sarama.TopicError:
+		return int16(e.Err)
+	case *sarama.TopicPartitionError:
+		return int16(e.Err)
+	}
+	return -1
 }
