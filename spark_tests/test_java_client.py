@@ -89,6 +89,7 @@ def test_truncation_below_a_committed_offset_is_detected(broker, kafka, java, to
     assert [(record.offset, record.value) for record in lenient.poll_until(1)] == [(10, b"after")]
 
 
+@pytest.mark.matrix(flow="committed_offsets")
 def test_group_member_consumes_and_commits(broker, kafka, java, topic):
     """The Java consumer's classic group protocol (JoinGroup, SyncGroup, Heartbeat, OffsetCommit, LeaveGroup)."""
     broker.create_topic(topic, 2)
@@ -124,6 +125,7 @@ def test_incremental_fetch_sessions_over_topic_ids(broker, kafka, java, topic):
     assert any(entry.topics == () for entry in fetches[1:]), fetches
 
 
+@pytest.mark.matrix(flow="metadata")
 def test_a_topic_recreated_under_a_consumer_is_a_new_topic(broker, kafka, java, topic):
     """The consumer fetches by topic id: when the topic is deleted and created again under the same name, the old
     id is unknown, the consumer takes the new id from Metadata, finds its position out of range in the new (shorter)
@@ -141,6 +143,7 @@ def test_a_topic_recreated_under_a_consumer_is_a_new_topic(broker, kafka, java, 
     assert [(record.offset, record.value) for record in consumer.poll_until(2)] == [(0, b"new0"), (1, b"new1")]
 
 
+@pytest.mark.matrix(flow="admin_topics")
 def test_admin_client_describes_the_cluster_and_lists_offsets(broker, kafka, java, topic):
     broker.create_topic(topic, 1)
     kafka.produce(topic, [{"partition": 0, "key": b"k", "value": b"v", "timestamp": BASE_MS + delta}

@@ -17,7 +17,6 @@ import pytest
 from . import clients
 from .broker_process import BrokerProcess
 from .clients.kafka_python_client import KafkaPythonClient
-from .matrix_report import *  # noqa: F401,F403 - the compat matrix hooks, see matrix_report.py
 from .records import MAX_MESSAGE_BYTES
 
 BROKER_SETTINGS = {"message.max.bytes": str(MAX_MESSAGE_BYTES)}

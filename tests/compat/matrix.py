@@ -15,6 +15,10 @@ A client's cell without a test is never left blank: it shows "n/a" and the reaso
 cannot do the flow at all, and "not tested" otherwise (in a run of the whole suite: a gap to fill). Cells of the "any
 client" column hold the tests that speak the protocol themselves; there a blank means none were needed.
 
+The Java client runs in the matrix through Spark: tests under spark_tests/ fill the JAVA column (skipped, with the
+reason, where the Spark connector jars are absent), their flow taken from SPARK_FLOWS by module unless a test is
+marked; spark_tests/test_connector.py (jar discovery) is no client test and stays out.
+
 matrix_report.py collects the outcomes and writes build/compat-matrix.md and build/compat-matrix.html at the end of
 the run, with each client's installed version in the header and the first line of a cell's first failure.
 """
@@ -25,6 +29,7 @@ import datetime
 import html
 import importlib.metadata
 import json
+import os
 import platform
 import re
 import shutil
@@ -35,7 +40,11 @@ from pathlib import Path
 from .clients import ALL_CLIENT_NAMES, NODE_DIR
 
 MATRIX_CLIENTS = ALL_CLIENT_NAMES
+JAVA = "java (Spark)"
 ANY_CLIENT = "any client"
+# spark_tests modules -> the flow they exercise through the Java client inside Spark (None: not a client test).
+SPARK_FLOWS = {"batch_read": "consume", "streaming": "consume (streaming)", "write": "produce",
+               "example_pipeline": "pipeline (Spark)", "java_client": "consume", "connector": None}
 NO_TEST = "not tested"
 # (client, flow) -> why that client cannot do the flow at all; the report shows "n/a: <reason>" in the cell. A flow
 # that exists only inside the broker is listed for every client. Only for whole cells: a client that can do part of
@@ -43,6 +52,8 @@ NO_TEST = "not tested"
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     **{(client, "zero_copy"): "the broker's own fetch path (sendfile), traced with strace"
        for client in MATRIX_CLIENTS},
+    **{(client, flow): "a flow of Spark's Kafka source (the Java column)"
+       for client in MATRIX_CLIENTS for flow in ("consume (streaming)", "pipeline (Spark)")},
 }
 MARKER = "matrix"
 MARKER_HELP = "matrix(client=None, flow=None): the compat-matrix cell of a test (see tests/compat/matrix.py)"
@@ -51,15 +62,21 @@ REPORT_DIR = Path(__file__).resolve().parents[2] / "build"
 _NAME_PATTERNS = [(name, re.compile(rf"(^|_){re.escape(name.replace('-', '_'))}(_|$)")) for name in MATRIX_CLIENTS]
 
 
-def cell_of(item) -> tuple[str, str]:
-    """(client, flow) of a collected compat test."""
+def cell_of(item) -> tuple[str, str] | None:
+    """(client, flow) of a collected compat or Spark test; None for any other test."""
     marked: dict = {}
     for marker in item.iter_markers(MARKER):  # the test's own marks first, then its class's and module's
         for name, value in marker.kwargs.items():
             marked.setdefault(name, value)
+    module = item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    parts = Path(str(item.path)).parts
+    if "spark_tests" in parts:
+        flow = marked.get("flow") or SPARK_FLOWS.get(module, module)
+        return None if flow is None else (JAVA, flow)
+    if "compat" not in parts:
+        return None
     client = _client_param(item) or marked.get("client") or _client_in_name(item.originalname or item.name)
-    flow = marked.get("flow") or item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
-    return client, flow
+    return client, marked.get("flow") or module
 
 
 def _client_param(item) -> str | None:
@@ -139,7 +156,8 @@ class Matrix:
 
     def clients(self) -> list[str]:
         seen = {client for client, _ in self.cells}
-        return [c for c in (*MATRIX_CLIENTS, ANY_CLIENT) if c in seen] + sorted(seen - {*MATRIX_CLIENTS, ANY_CLIENT})
+        known = (*MATRIX_CLIENTS, JAVA, ANY_CLIENT)
+        return [c for c in known if c in seen] + sorted(seen - set(known))
 
     def flows(self) -> list[str]:
         return sorted({flow for _, flow in self.cells})
@@ -164,7 +182,7 @@ class Matrix:
 
 def client_versions() -> dict[str, str]:
     """Each matrix client's installed version, or 'not installed'."""
-    return {name: _version_of(name) or "not installed" for name in (*MATRIX_CLIENTS, ANY_CLIENT)}
+    return {name: _version_of(name) or "not installed" for name in (*MATRIX_CLIENTS, JAVA, ANY_CLIENT)}
 
 
 def _version_of(name: str) -> str | None:
@@ -187,9 +205,22 @@ def _version_of(name: str) -> str | None:
     if name == "sarama":
         from .clients.sarama_client import installed_version
         return installed_version()
+    if name == JAVA:
+        return _spark_connector_version()
     if name == ANY_CLIENT:
         return "raw protocol"
     return None
+
+
+def _spark_connector_version() -> str:
+    """kafka-clients and PySpark versions, from the jars spark_tests use."""
+    jars = [Path(path).name for path in os.environ.get("COMPATBROKER_SPARK_JARS", "").split(",") if path]
+    clients = next((re.sub(r"^kafka-clients-(.+)\.jar$", r"\1", jar) for jar in jars
+                    if jar.startswith("kafka-clients-")), None)
+    pyspark = _distribution("pyspark") or "?"
+    if clients is None:
+        return f"PySpark {pyspark}, connector jars not set (COMPATBROKER_SPARK_JARS)"
+    return f"kafka-clients {clients}, PySpark {pyspark}"
 
 
 def _distribution(name: str) -> str | None:
@@ -243,6 +274,8 @@ def render_markdown(matrix: Matrix, versions: dict[str, str]) -> str:
 def untested(client: str, flow: str) -> tuple[str, str]:
     """(kind, text) of a cell without runs: ("na", "n/a: <reason>"), ("gap", NO_TEST) for a client's cell that
     NOT_APPLICABLE does not excuse, or ("none", "") in the raw protocol column."""
+    if client == JAVA:
+        return "na", "n/a: not exercised through Spark"
     if client not in MATRIX_CLIENTS:
         return "none", ""
     reason = NOT_APPLICABLE.get((client, flow))

@@ -1,6 +1,7 @@
 """pytest hooks that fill the compatibility matrix from the compat tests and write its reports at the end.
 
-conftest.py imports these hooks, so they see exactly the tests under tests/compat/. How a test maps to a cell is
+The repository's root conftest.py imports these hooks, so that one report covers tests/compat/ and spark_tests/
+(the Java column) when a run holds both; `matrix.cell_of` leaves every other test out. How a test maps to a cell is
 tests/compat/matrix.py's business; here each test's outcome is recorded once (a failure in setup or teardown
 counts as a failure, a skip as a skip) and build/compat-matrix.md and .html are written when the session ends
 (COMPATBROKER_MATRIX_DIR writes them elsewhere). The client cells that no test of the run covered, and that are not
@@ -34,7 +35,10 @@ def pytest_runtest_makereport(item, call):
     if result == "failed":
         text = call.excinfo.exconly() if call.excinfo is not None else report.longreprtext
         message = matrix.first_line(text)
-    client, flow = matrix.cell_of(item)
+    cell = matrix.cell_of(item)
+    if cell is None:
+        return
+    client, flow = cell
     item.config.stash[_MATRIX].add(client, flow, result, report.nodeid, message)
 
 
