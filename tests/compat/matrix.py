@@ -50,9 +50,9 @@ NO_TEST = "not tested"
 # that exists only inside the broker is listed for every client. Only for whole cells: a client that can do part of
 # a flow is tested on that part, and its test module says what it leaves out.
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
-    **{(client, "zero_copy"): "the broker's own fetch path (sendfile), traced with strace"
+    **{(client, "zero_copy"): "broker-internal (sendfile, traced)"
        for client in MATRIX_CLIENTS},
-    **{(client, flow): "a flow of Spark's Kafka source (the Java column)"
+    **{(client, flow): "Spark only"
        for client in MATRIX_CLIENTS for flow in ("consume (streaming)", "pipeline (Spark)")},
 }
 MARKER = "matrix"
@@ -275,7 +275,7 @@ def untested(client: str, flow: str) -> tuple[str, str]:
     """(kind, text) of a cell without runs: ("na", "n/a: <reason>"), ("gap", NO_TEST) for a client's cell that
     NOT_APPLICABLE does not excuse, or ("none", "") in the raw protocol column."""
     if client == JAVA:
-        return "na", "n/a: not exercised through Spark"
+        return "na", "n/a: not via Spark"
     if client not in MATRIX_CLIENTS:
         return "none", ""
     reason = NOT_APPLICABLE.get((client, flow))
