@@ -6,8 +6,10 @@ Every `every`-th Produce request (counted over all connections) meets one fault,
   cuts the connection. The retry is then certainly a duplicate.
 - `cut_after_request`: the proxy forwards the request and cuts the connection at once; the broker may or may not
   have read it, so the retry is a duplicate or a first write.
-Everything else (other APIs, other Produce requests) passes through byte for byte. The broker must advertise the
-proxy's address (`advertised.listeners`) so that clients come back through it after Metadata.
+Everything else (other APIs, other Produce requests) passes through byte for byte; `every=0` injects nothing. The
+proxy also logs each request's (client id, api key, version): `take()` returns them (version emulation and sarama
+tests check what a client negotiated). The broker must advertise the proxy's address (`advertised.listeners`) so
+that clients come back through it after Metadata.
 
 Kafka framing only: a 4-byte size, then for a request api key (int16), version (int16) and correlation id (int32),
 for a response the correlation id first.
@@ -26,17 +28,18 @@ CUT_AFTER_REQUEST = "cut_after_request"
 FAULT_KINDS = (DROP_RESPONSE, CUT_AFTER_REQUEST)
 
 _SIZE = struct.Struct(">i")
-_REQUEST_START = struct.Struct(">hhi")  # api key, api version, correlation id
+_REQUEST_START = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 _CORRELATION = struct.Struct(">i")
 
 
 class FaultProxy:
     """Listens on 127.0.0.1 (port chosen at bind time); `start(host, port)` begins relaying to the broker."""
 
-    def __init__(self, *, every: int, kinds: tuple[str, ...] = FAULT_KINDS):
+    def __init__(self, *, every: int = 0, kinds: tuple[str, ...] = FAULT_KINDS):
         self.every = every
         self.kinds = kinds
         self.counts: Counter[str] = Counter()  # produce requests seen, and each fault kind injected
+        self.requests: list[tuple[str | None, int, int]] = []  # (client id, api key, version), in arrival order
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -62,11 +65,21 @@ class FaultProxy:
         for relay in relays:
             relay.cut()
 
+    def take(self) -> list[tuple[str | None, int, int]]:
+        """The requests logged since the last call."""
+        with self._lock:
+            taken, self.requests = self.requests, []
+        return taken
+
+    def _log(self, client_id: str | None, api_key: int, version: int) -> None:
+        with self._lock:
+            self.requests.append((client_id, api_key, version))
+
     def next_fault(self) -> str | None:
         """Counts one Produce request; the fault it meets, if any."""
         with self._lock:
             self.counts["produce"] += 1
-            if self.counts["produce"] % self.every:
+            if not self.every or self.counts["produce"] % self.every:
                 return None
             kind = self.kinds[(self.counts["produce"] // self.every) % len(self.kinds)]
             self.counts[kind] += 1
@@ -125,7 +138,9 @@ class _Relay:
         try:
             while True:
                 frame = _read_frame(self.client)
-                api_key, _version, correlation_id = _REQUEST_START.unpack_from(frame, 4)
+                api_key, version, correlation_id, length = _REQUEST_START.unpack_from(frame, 4)
+                self.proxy._log(None if length < 0 else frame[14:14 + length].decode(errors="replace"), api_key,
+                                version)
                 fault = self.proxy.next_fault() if api_key == PRODUCE else None
                 if fault == DROP_RESPONSE:
                     with self._lock:

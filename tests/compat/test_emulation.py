@@ -1,16 +1,12 @@
 """Version emulation with real clients: against `compatbroker serve --emulate 2.8` and `--emulate 4.3` each client
 of the matrix negotiates versions inside what that Kafka release advertises, and its flows still pass.
 
-The broker advertises a recording proxy in front of it, so every request of the client under test goes through the
-proxy, which logs each request's API key and version. Each test produces records with one client and reads them
+The broker advertises a proxy in front of it (tests/compat/fault_proxy.py, injecting no faults here), so every
+request of the client under test goes through the proxy, which logs each request's API key and version. Each test produces records with one client and reads them
 back with the same client, then checks the log against the release's table.
 """
 from __future__ import annotations
 
-import contextlib
-import socket
-import struct
-import threading
 
 import pytest
 
@@ -20,102 +16,11 @@ from compatbroker.handlers import default_registry
 from . import clients
 from .broker_process import BrokerProcess
 from .conftest import BROKER_SETTINGS
+from .fault_proxy import FaultProxy
 from .records import assert_same, numbered
 
 RELEASES = ("2.8", "4.3")
 API_VERSIONS, PRODUCE, FETCH, METADATA = 18, 0, 1, 3
-_SIZE = struct.Struct(">i")
-_REQUEST_START = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
-
-
-class RequestLog:
-    """A TCP proxy on 127.0.0.1 that relays to the broker and records (client id, api key, version) of each
-    request; responses pass through untouched."""
-
-    def __init__(self):
-        self.requests: list[tuple[str | None, int, int]] = []
-        self._lock = threading.Lock()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._upstream: tuple[str, int] | None = None
-        self._sockets: list[socket.socket] = []
-
-    def start(self, host: str, port: int) -> RequestLog:
-        self._upstream = (host, port)
-        threading.Thread(target=self._accept, name="request-log accept", daemon=True).start()
-        return self
-
-    def take(self) -> list[tuple[str | None, int, int]]:
-        """The requests logged since the last call."""
-        with self._lock:
-            taken, self.requests = self.requests, []
-        return taken
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.close()
-        with self._lock:
-            sockets, self._sockets = self._sockets, []
-        for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            try:
-                broker = socket.create_connection(self._upstream, timeout=10)
-            except OSError:
-                client.close()
-                continue
-            broker.settimeout(None)
-            with self._lock:
-                self._sockets += [client, broker]
-            threading.Thread(target=self._requests, args=(client, broker), daemon=True).start()
-            threading.Thread(target=_pipe, args=(broker, client), daemon=True).start()
-
-    def _requests(self, client: socket.socket, broker: socket.socket) -> None:
-        with contextlib.suppress(OSError, ConnectionError, struct.error):
-            while True:
-                frame = _read_frame(client)
-                api_key, version, _correlation, length = _REQUEST_START.unpack_from(frame, 4)
-                client_id = None if length < 0 else frame[14:14 + length].decode(errors="replace")
-                with self._lock:
-                    self.requests.append((client_id, api_key, version))
-                broker.sendall(frame)
-        _close_both(client, broker)
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    head = _read_exactly(sock, 4)
-    return head + _read_exactly(sock, _SIZE.unpack(head)[0])
-
-
-def _read_exactly(sock: socket.socket, count: int) -> bytes:
-    data = bytearray()
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return bytes(data)
-
-
-def _pipe(source: socket.socket, target: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while chunk := source.recv(65536):
-            target.sendall(chunk)
-    _close_both(source, target)
-
-
-def _close_both(*sockets: socket.socket) -> None:
-    for sock in sockets:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
 
 
 class EmulatingBroker(BrokerProcess):
@@ -133,7 +38,7 @@ class EmulatingBroker(BrokerProcess):
 def emulated(request, tmp_path_factory):
     """(release, broker, proxy): a broker emulating the release, reached through the request log."""
     release = request.param
-    proxy = RequestLog()
+    proxy = FaultProxy()  # no faults: it only logs the requests
     settings = BROKER_SETTINGS | {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}
     broker = EmulatingBroker(tmp_path_factory.mktemp(f"emulate{release}") / "data", settings, release).start()
     proxy.start(broker.host, broker.port)

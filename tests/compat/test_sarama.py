@@ -18,8 +18,9 @@ from . import clients
 from .broker_process import BrokerProcess
 from .checks import assert_stored_as, read_exactly
 from .conftest import BROKER_SETTINGS
+from .fault_proxy import FaultProxy
 from .records import CODEC_IDS, LATEST, assert_same, numbered
-from .test_emulation import API_VERSIONS, FETCH, METADATA, PRODUCE, RequestLog
+from .test_emulation import API_VERSIONS, FETCH, METADATA, PRODUCE
 
 pytestmark = pytest.mark.matrix(client="sarama")
 LIST_OFFSETS = 2
@@ -40,7 +41,7 @@ def sarama():
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory):
     """(broker, proxy): a broker advertising a request-logging proxy in front of it."""
-    proxy = RequestLog()
+    proxy = FaultProxy()  # no faults: it only logs the requests
     settings = BROKER_SETTINGS | {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}
     broker = BrokerProcess(tmp_path_factory.mktemp("sarama") / "data", settings).start()
     proxy.start(broker.host, broker.port)
@@ -51,11 +52,11 @@ def proxied(tmp_path_factory):
         broker.stop()
 
 
-def _sarama_requests(proxy: RequestLog) -> set[tuple[int, int]]:
+def _sarama_requests(proxy: FaultProxy) -> set[tuple[int, int]]:
     return {(key, version) for client_id, key, version in proxy.take() if client_id == "sarama-compat"}
 
 
-def _bootstrap(proxy: RequestLog) -> str:
+def _bootstrap(proxy: FaultProxy) -> str:
     return f"127.0.0.1:{proxy.port}"
 
 

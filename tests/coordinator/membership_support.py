@@ -5,7 +5,6 @@ metadata."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 
 from compatbroker.broker import Broker
@@ -16,19 +15,11 @@ from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import (ConsumerProtocolAssignment, ConsumerProtocolSubscription,
                                             DescribeGroupsRequest, HeartbeatRequest, JoinGroupRequest,
                                             LeaveGroupRequest, SyncGroupRequest)
+from tests.async_tests import async_test  # noqa: F401 - the membership tests import it from here
 from tests.handlers.helpers import call
 
-TEST_TIME_LIMIT_S = 30
 # Small timeouts keep the timer tests fast; the floor is lowered so that they are accepted.
 FAST = GroupSettings(min_session_timeout_ms=1, max_session_timeout_ms=1_800_000, initial_rebalance_delay_ms=0)
-
-
-def async_test(test):
-    """Run a coroutine test on a fresh event loop under a time limit (a hang fails instead of blocking the run)."""
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        asyncio.run(asyncio.wait_for(test(*args, **kwargs), TEST_TIME_LIMIT_S))
-    return run
 
 
 def new_broker(data_dir, **properties) -> Broker:

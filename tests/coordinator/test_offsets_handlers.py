@@ -4,7 +4,6 @@ SIGKILL-style) and retention."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import struct
 import uuid
 
@@ -25,6 +24,7 @@ from compatbroker.protocol.records.batch import build_batch, iter_batches, iter_
 from compatbroker.protocol.wire import ZERO_UUID
 from compatbroker.storage.validator import COORDINATOR
 from compatbroker.topic_names import GROUP_METADATA_TOPIC
+from tests.async_tests import async_test
 from tests.handlers.helpers import call
 
 T0 = 1_700_000_000_000
@@ -37,14 +37,6 @@ FetchGroup = OffsetFetchRequest.OffsetFetchRequestGroup
 FetchGroupTopic = OffsetFetchRequest.OffsetFetchRequestTopics
 DeleteTopic = OffsetDeleteRequest.OffsetDeleteRequestTopic
 DeletePartition = OffsetDeleteRequest.OffsetDeleteRequestPartition
-
-
-def async_test(test):
-    """Run a coroutine test on a fresh event loop under a time limit (a hang fails instead of blocking the run)."""
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        asyncio.run(asyncio.wait_for(test(*args, **kwargs), 30))
-    return run
 
 
 class Clock:

@@ -6,7 +6,6 @@ these tests need nothing but the store and a real Broker."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import io
 import uuid
 
@@ -28,16 +27,10 @@ from compatbroker.protocol.records.control import ControlRecordType, build_contr
 from compatbroker.storage.validator import COORDINATOR
 from compatbroker.topic_names import GROUP_METADATA_TOPIC
 
+from tests.async_tests import async_test
+
 T0 = 1_700_000_000_000
 TOPIC = GROUP_METADATA_TOPIC
-
-
-def async_test(test):
-    """Run a coroutine test on a fresh event loop under a time limit (a hang fails instead of blocking the run)."""
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        asyncio.run(asyncio.wait_for(test(*args, **kwargs), 30))
-    return run
 
 
 class Clock:

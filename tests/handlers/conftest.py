@@ -2,24 +2,17 @@
 event loop each, under a time limit (a hung long poll fails the test instead of hanging the run)."""
 from __future__ import annotations
 
-import asyncio
-import inspect
-
 import pytest
 
 from compatbroker.broker import Broker
 from compatbroker.config import BrokerConfig
 
+from tests.async_tests import coroutine_runner
+
 TEST_TIME_LIMIT_S = 30
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem):
-    if not inspect.iscoroutinefunction(pyfuncitem.obj):
-        return None
-    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    asyncio.run(asyncio.wait_for(pyfuncitem.obj(**arguments), TEST_TIME_LIMIT_S))
-    return True
+pytest_pyfunc_call = coroutine_runner(TEST_TIME_LIMIT_S)
 
 
 def make_broker(data_dir, **properties) -> Broker:

@@ -9,10 +9,7 @@ Coroutine tests run on a fresh event loop each, under a time limit.
 """
 from __future__ import annotations
 
-import asyncio
-import inspect
-
-import pytest
+from tests.async_tests import coroutine_runner
 
 TEST_TIME_LIMIT_S = 60
 
@@ -23,10 +20,4 @@ def pytest_configure(config):
         config.pluginmanager.register(pytest_plugin, "compatbroker")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem):
-    if not inspect.iscoroutinefunction(pyfuncitem.obj):
-        return None
-    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    asyncio.run(asyncio.wait_for(pyfuncitem.obj(**arguments), TEST_TIME_LIMIT_S))
-    return True
+pytest_pyfunc_call = coroutine_runner(TEST_TIME_LIMIT_S)
