@@ -47,11 +47,8 @@ Response = AlterConfigsResponse.AlterConfigsResourceResponse
 
 
 async def handle(ctx: RequestContext, request) -> AlterConfigsResponse:
-    outcomes = alter_each(request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only))
-    return AlterConfigsResponse(throttle_time_ms=0, responses=[
-        Response(error_code=code, error_message=message, resource_type=resource.resource_type,
-                 resource_name=resource.resource_name) for resource, (code, message) in zip(request.resources,
-                                                                                            outcomes)])
+    return AlterConfigsResponse(throttle_time_ms=0, responses=alter_each(
+        request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only), Response))
 
 
 def _alter(broker, resource, validate_only: bool) -> None:
@@ -67,9 +64,9 @@ def _alter(broker, resource, validate_only: bool) -> None:
 
 # --- shared with IncrementalAlterConfigs --------------------------------------------------------------------------
 
-def alter_each(resources, alter) -> list[tuple[ErrorCode, str | None]]:
-    """(error code, message) for each resource, in request order: INVALID_REQUEST for every mention of a resource
-    named twice, otherwise what `alter(resource)` raises (or success)."""
+def alter_each(resources, alter, response_cls) -> list:
+    """A `response_cls` (the response's per-resource struct) for each resource, in request order: INVALID_REQUEST
+    for every mention of a resource named twice, otherwise what `alter(resource)` raises (or success)."""
     seen: dict[tuple[int, str], int] = {}
     for resource in resources:
         key = (resource.resource_type, resource.resource_name)
@@ -85,7 +82,9 @@ def alter_each(resources, alter) -> list[tuple[ErrorCode, str | None]]:
             outcomes.append((failure.code, failure.message))
         else:
             outcomes.append((ErrorCode.NONE, None))
-    return outcomes
+    return [response_cls(error_code=code, error_message=message, resource_type=resource.resource_type,
+                         resource_name=resource.resource_name)
+            for resource, (code, message) in zip(resources, outcomes)]
 
 
 def check_keys(configs, *, null_allowed) -> None:

@@ -48,11 +48,8 @@ Response = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
 
 async def handle(ctx: RequestContext, request) -> IncrementalAlterConfigsResponse:
-    outcomes = alter_each(request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only))
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
-        Response(error_code=code, error_message=message, resource_type=resource.resource_type,
-                 resource_name=resource.resource_name) for resource, (code, message) in zip(request.resources,
-                                                                                            outcomes)])
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=alter_each(
+        request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only), Response))
 
 
 def _alter(broker, resource, validate_only: bool) -> None:

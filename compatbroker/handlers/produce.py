@@ -26,7 +26,8 @@ Behaviour, as Kafka's:
   (and its append time on a LogAppendTime topic), so a retry never stores a batch twice. A stale epoch is
   INVALID_PRODUCER_EPOCH, a gap or step back in the sequence OUT_OF_ORDER_SEQUENCE_NUMBER (storage's
   UNKNOWN_PRODUCER_ID and INVALID_TXN_STATE pass through likewise); these answer the log's start offset and no
-  message. A producer the partition has no state for may start at any sequence, as in Kafka since 2.5.
+  message. A producer the partition has no state for must start at sequence 0 (UNKNOWN_PRODUCER_ID otherwise, as
+  Kafka answered before 2.5; see storage/producer_state.py).
 - A transactional batch is refused with INVALID_TXN_STATE (no log start offset; v8+ say why in `error_message`),
   which is Kafka's answer when the partition was not added to the producer's transaction: this broker runs no
   transactions (AddPartitionsToTxn is not served), so no partition ever is. Storing the batch instead would leave

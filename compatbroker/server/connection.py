@@ -257,10 +257,7 @@ class Connection:
             fault = self._injector.on_request(header, body, self.peer, self._broker.topic_by_id)
             if fault is not None:
                 return self._start_faulty(fault, module, ctx, body)
-        task = self._loop.create_task(self._run_handler(module, ctx, body))
-        self._handler_tasks.add(task)
-        task.add_done_callback(self._handler_tasks.discard)
-        return task
+        return self._spawn(self._run_handler(module, ctx, body))
 
     def _unsupported(self, header, frame):
         if self._injector.active:
@@ -295,7 +292,11 @@ class Connection:
             log.info("closing connection from %s instead of answering %s (fault injection)", self.peer,
                      _api_name(module.API_KEY))
             return CLOSE
-        task = self._loop.create_task(self._run_faulty(fault, module, ctx, body))
+        return self._spawn(self._run_faulty(fault, module, ctx, body))
+
+    def _spawn(self, handling) -> asyncio.Task:
+        """Run a request's handling as a task of this connection (cancelled if the connection ends first)."""
+        task = self._loop.create_task(handling)
         self._handler_tasks.add(task)
         task.add_done_callback(self._handler_tasks.discard)
         return task
