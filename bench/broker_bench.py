@@ -14,6 +14,12 @@ Sections and targets:
 1. produce: 100 B and 1 KiB messages round-robin over the partitions of one topic, from the first message to
    the last acknowledgement, median of several passes. Target: compatbroker >= 0.7x the mock. compatbroker writes
    to the data dir's disk (no fsync, Kafka's default) where the mock keeps 5 MiB per partition in memory.
+   Each pass writes a topic of its own, deleted after the pass: kept, the passes' logs pile up in the page cache
+   (2.5 GB in a default run, 7 GB with --full), and on a virtual machine whose memory the hypervisor backs on
+   first touch (or takes back once freed), page cache growing into such memory made the kernel's copy into it
+   several times slower (measured: from the 7th pass of 500 MB on, 69% of the broker's CPU in that copy and half
+   the throughput), a cost of the machine rather than of the broker. Deleting the topic frees its pages for the
+   next pass.
 2. consume: a backlog the mock can hold (it keeps 5 MiB per partition, so 4 MiB of records per partition, over
    several topics), written in full batches so that both brokers hold the same batch layout, read from the
    beginning with assign(), median of several passes. Target: >= 1.0x the mock.
@@ -207,18 +213,18 @@ def bench_produce(peers: Peers, plan: Plan, partitions: list[int], report: Repor
             % (len(partitions), plan.produce_passes))
     for size in SIZES:
         payload, count = os.urandom(size), plan.produce_count[size]
-        topic = "bench-produce-%d" % size
-        runs: dict[str, list[Measured] | None] = {}
-        for peer in list(peers.brokers):
-            peer.ensure_topic(topic, len(partitions))
-            runs[peer.name] = []
+        runs: dict[str, list[Measured] | None] = {peer.name: [] for peer in peers.brokers}
         for i in range(plan.produce_passes):  # passes alternate between the brokers to spread noise evenly
+            topic = "bench-produce-%d-%d" % (size, i)
             for peer in list(peers.brokers):
                 if runs.get(peer.name) is None:
                     continue
+                peer.ensure_topic(topic, len(partitions))
                 result = peers.measure(peer, "produce %d B" % size, produce_run, peer.bootstrap, topic,
                                        partitions, payload, count, TIMEOUT_S, profile=i == 0)
                 runs[peer.name] = None if result is None else runs[peer.name] + [result]
+                if result is not None:
+                    peers.attempt(peer, "delete %s" % topic, peer.drop_topic, topic)
         figures = {name: median_run(found) for name, found in runs.items() if found}
         for name, result in figures.items():
             print(rate_line("%s %d B x %d" % (name, size, count), result, size), flush=True)

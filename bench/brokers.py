@@ -1,7 +1,7 @@
 """The broker processes the benchmark runs: compatbroker and librdkafka's mock cluster, each a child process.
 
-Both expose the same small surface: `bootstrap` (HOST:PORT), `ensure_topic`, `rss_bytes`, `cpu_seconds` and
-`stop`, so the benchmark measures them the same way.
+Both expose the same small surface: `bootstrap` (HOST:PORT), `ensure_topic`, `drop_topic`, `rss_bytes`,
+`cpu_seconds` and `stop`, so the benchmark measures them the same way.
 """
 from __future__ import annotations
 
@@ -163,6 +163,13 @@ class CompatBroker(BrokerProcess):
                               % (self.partitions, partitions))
         # Nothing to do: the producer's first Metadata request creates it (auto.create.topics.enable).
 
+    def drop_topic(self, topic: str, timeout_s: float = 30.0) -> None:
+        """Delete the topic and its log files (DeleteTopics), which frees their page cache."""
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+        for future in admin.delete_topics([topic], operation_timeout=timeout_s).values():
+            future.result(timeout_s)
+
 
 def _wait_for_listening(proc: subprocess.Popen, timeout_s: float) -> tuple[str, str]:
     """Read stdout lines until the broker announces its address. A deadline guards a broker that hangs silently."""
@@ -211,6 +218,9 @@ class MockBroker(BrokerProcess):
         answer = self.proc.stdout.readline().strip()
         if answer != "ok":
             raise BrokerError("mock cluster could not create %s: %s" % (topic, answer))
+
+    def drop_topic(self, topic: str) -> None:
+        """Nothing to free: the mock keeps at most 5 MiB per partition in memory, whatever was produced."""
 
     def stop(self, timeout_s: float = 10.0) -> tuple[float, int | None]:
         """Closing stdin ends the mock cleanly; SIGTERM only if that does not work."""

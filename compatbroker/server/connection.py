@@ -147,12 +147,17 @@ class Connection:
                     return
                 self.last_active = self._loop.time()
                 entry = self._dispatch(frame)
-                if isinstance(frame, memoryview):
-                    self._lend(frame, entry)
                 self._outstanding += 1
                 self._entries.put_nowait(entry)
                 if entry is CLOSE:
                     return
+                if isinstance(frame, memoryview):
+                    self._lend(frame, entry)
+                    if not self._spares:
+                        # Let the handlers started run (a Produce appends in its first step and gives its buffer
+                        # back) before reading on: with the socket full of pipelined requests the reader would
+                        # otherwise never wait, and read each large frame into fresh, zero-filled memory.
+                        await asyncio.sleep(0)
         except FrameTooLarge as exc:
             log.warning("closing connection from %s: request of %s bytes is over socket.request.max.bytes=%d",
                         self.peer, exc, self._max_frame)

@@ -204,6 +204,29 @@ async def test_large_frame_buffers_are_reused_only_after_their_handler_is_done(t
     assert sorted(received) == list(enumerate(payloads, start=1))
 
 
+async def test_pipelined_large_frames_share_a_few_buffers(tmp_path):
+    """Large frames that arrive back to back (a producer with many requests in flight) are read into the buffers
+    that earlier handlers gave back, rather than into fresh memory each: the reader lets the handlers it started run
+    before it reads on once no spare buffer is left."""
+    buffers = []
+
+    async def produce(ctx, request):
+        buffers.append(request.topic_data[0].partition_data[0].records.obj)  # kept alive: ids stay distinct
+        return ProduceResponse()
+
+    frames = 20
+    async with running_server(tmp_path, _registry(handler_module(PRODUCE, produce))) as (_, port):
+        client = await RawClient.connect(port)
+        for correlation_id in range(frames):  # all written before the first answer is read
+            await client.send(_produce(os.urandom(3 * 65536)), version=3, correlation_id=correlation_id)
+        for correlation_id in range(frames):
+            header, _ = await client.read_response(PRODUCE, 3)
+            assert header.correlation_id == correlation_id
+        await client.close()
+    assert len(buffers) == frames
+    assert len({id(buffer) for buffer in buffers}) <= 3
+
+
 def _produce(records: bytes) -> ProduceRequest:
     return ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
         name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
