@@ -238,7 +238,7 @@ class StructGen:
         out.append(f"def _e_{self.cls}_{index}(o, w):")
         for fv in fields:
             if not fv.present and not fv.spec.ignorable:
-                out.append(f"    if o.{fv.attr}{_differs(self.mod.default_expr(fv.spec))}:")
+                out.append(f"    if o.{fv.attr}{_differs(self.mod.compared_default(fv.spec))}:")
                 out.append(f"        raise _EncodeError('{self.cls}.{fv.attr} must keep its default: version "
                            f"{version} does not have it')")
         regular = [fv for fv in fields if fv.present and not fv.tagged]
@@ -255,7 +255,7 @@ class StructGen:
                 out.append("    t = []")
                 for fv in tagged:
                     fn = self.mod.tagged_writer(self, fv, version, index)
-                    out.append(f"    if o.{fv.attr}{_differs(self.mod.default_expr(fv.spec))}:")
+                    out.append(f"    if o.{fv.attr}{_differs(self.mod.compared_default(fv.spec))}:")
                     out.append(f"        t.append(({fv.spec.tag}, _encode_tagged_value({fn}, o.{fv.attr})))")
                 out.append(f"    u = o.{TAGS_ATTR}")
                 out.append("    if u:")
@@ -360,6 +360,7 @@ class ModuleGen:
         self.specs = specs
         self.structs: dict[tuple[str, str], StructGen] = {}
         self.consts: dict[tuple[str, str], str] = {}
+        self.default_instances: dict[str, str] = {}  # struct class -> its module-level default instance
         self.pending: list = []
         self.extra_funcs: list[str] = []
         self.tagged_funcs: dict[str, str] = {}
@@ -396,6 +397,15 @@ class ModuleGen:
         if t == "uuid":
             return "_ZERO_UUID"
         raise ValueError(f"no default for type {t}")
+
+    def compared_default(self, f: FieldSpec) -> str:
+        """What an encoder compares a field with to tell whether it was left at its default: for a struct, one
+        default instance made when the module loads (never handed out, so never changed), not one per call."""
+        if f.struct is None or f.is_array or f.default == "null":
+            return self.default_expr(f)
+        cls = self.struct_gen(f.struct).cls
+        self.default_instances[cls] = f"_default_{cls}"
+        return self.default_instances[cls]
 
     def tagged_reader(self, sg: StructGen, fv: _Field, version: int, index: int) -> str:
         name = f"_rt_{sg.cls}_{index}_{fv.attr}"
@@ -470,7 +480,8 @@ class ModuleGen:
         for (fmt, kind), name in sorted(self.consts.items(), key=lambda kv: kv[1]):
             head.append(f"{name} = Struct({fmt!r}).{kind}")
         head += ["", ""]
-        body = classes + funcs + list(self.tagged_funcs.values()) + tables
+        defaults = [f"{name} = {cls}()" for cls, name in sorted(self.default_instances.items())]
+        body = classes + (defaults + ["", ""] if defaults else []) + funcs + list(self.tagged_funcs.values()) + tables
         text = "\n".join(head + body).rstrip() + "\n"
         used = sorted(set(re.findall(r"\b_((?:read|write|pack|unpack|encode)_\w+)\(", text)))
         imports = "from ..wire import (\n" + "".join(f"    {n} as _{n},\n" for n in used) + ")" if used else ""

@@ -362,6 +362,12 @@ FetchResponse.AbortedTransaction = FetchResponseAbortedTransaction
 FetchResponse.NodeEndpoint = FetchResponseNodeEndpoint
 
 
+_default_FetchRequestReplicaState = FetchRequestReplicaState()
+_default_FetchResponseEpochEndOffset = FetchResponseEpochEndOffset()
+_default_FetchResponseLeaderIdAndEpoch = FetchResponseLeaderIdAndEpoch()
+_default_FetchResponseSnapshotId = FetchResponseSnapshotId()
+
+
 def _d_FetchRequest_0(b, p):
     o = _new(FetchRequest)
     o.cluster_id = None
@@ -385,7 +391,7 @@ def _d_FetchRequest_0(b, p):
 
 
 def _e_FetchRequest_0(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 0 does not have it')
     if o.forgotten_topics_data != []:
         raise _EncodeError('FetchRequest.forgotten_topics_data must keep its default: version 0 does not have it')
@@ -418,7 +424,7 @@ def _d_FetchRequest_1(b, p):
 
 
 def _e_FetchRequest_1(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 3 does not have it')
     if o.forgotten_topics_data != []:
         raise _EncodeError('FetchRequest.forgotten_topics_data must keep its default: version 3 does not have it')
@@ -450,7 +456,7 @@ def _d_FetchRequest_2(b, p):
 
 
 def _e_FetchRequest_2(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 4 does not have it')
     if o.forgotten_topics_data != []:
         raise _EncodeError('FetchRequest.forgotten_topics_data must keep its default: version 4 does not have it')
@@ -482,7 +488,7 @@ def _d_FetchRequest_3(b, p):
 
 
 def _e_FetchRequest_3(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 5 does not have it')
     if o.forgotten_topics_data != []:
         raise _EncodeError('FetchRequest.forgotten_topics_data must keep its default: version 5 does not have it')
@@ -517,7 +523,7 @@ def _d_FetchRequest_4(b, p):
 
 
 def _e_FetchRequest_4(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 7 does not have it')
     w += _p_iiiibii(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -554,7 +560,7 @@ def _d_FetchRequest_5(b, p):
 
 
 def _e_FetchRequest_5(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 9 does not have it')
     w += _p_iiiibii(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -591,7 +597,7 @@ def _d_FetchRequest_6(b, p):
 
 
 def _e_FetchRequest_6(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 11 does not have it')
     w += _p_iiiibii(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -643,7 +649,7 @@ def _d_FetchRequest_7(b, p):
 
 
 def _e_FetchRequest_7(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 12 does not have it')
     w += _p_iiiibii(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -702,7 +708,7 @@ def _d_FetchRequest_8(b, p):
 
 
 def _e_FetchRequest_8(o, w):
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         raise _EncodeError('FetchRequest.replica_state must keep its default: version 13 does not have it')
     w += _p_iiiibii(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     a = o.topics
@@ -779,7 +785,7 @@ def _e_FetchRequest_9(o, w):
     t = []
     if o.cluster_id is not None:
         t.append((0, _encode_tagged_value(_wt_FetchRequest_9_cluster_id, o.cluster_id)))
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         t.append((1, _encode_tagged_value(_wt_FetchRequest_9_replica_state, o.replica_state)))
     u = o.unknown_tagged_fields
     if u:
@@ -843,7 +849,7 @@ def _e_FetchRequest_10(o, w):
     t = []
     if o.cluster_id is not None:
         t.append((0, _encode_tagged_value(_wt_FetchRequest_10_cluster_id, o.cluster_id)))
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         t.append((1, _encode_tagged_value(_wt_FetchRequest_10_replica_state, o.replica_state)))
     u = o.unknown_tagged_fields
     if u:
@@ -907,7 +913,7 @@ def _e_FetchRequest_11(o, w):
     t = []
     if o.cluster_id is not None:
         t.append((0, _encode_tagged_value(_wt_FetchRequest_11_cluster_id, o.cluster_id)))
-    if o.replica_state != FetchRequestReplicaState():
+    if o.replica_state != _default_FetchRequestReplicaState:
         t.append((1, _encode_tagged_value(_wt_FetchRequest_11_replica_state, o.replica_state)))
     u = o.unknown_tagged_fields
     if u:
@@ -1908,11 +1914,11 @@ def _d_FetchResponsePartitionData_0(b, p):
 
 
 def _e_FetchResponsePartitionData_0(o, w):
-    if o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch != _default_FetchResponseEpochEndOffset:
         raise _EncodeError('FetchResponsePartitionData.diverging_epoch must keep its default: version 0 does not have it')
-    if o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_FetchResponseLeaderIdAndEpoch:
         raise _EncodeError('FetchResponsePartitionData.current_leader must keep its default: version 0 does not have it')
-    if o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id != _default_FetchResponseSnapshotId:
         raise _EncodeError('FetchResponsePartitionData.snapshot_id must keep its default: version 0 does not have it')
     if o.preferred_read_replica != -1:
         raise _EncodeError('FetchResponsePartitionData.preferred_read_replica must keep its default: version 0 does not have it')
@@ -1944,11 +1950,11 @@ def _d_FetchResponsePartitionData_1(b, p):
 
 
 def _e_FetchResponsePartitionData_1(o, w):
-    if o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch != _default_FetchResponseEpochEndOffset:
         raise _EncodeError('FetchResponsePartitionData.diverging_epoch must keep its default: version 4 does not have it')
-    if o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_FetchResponseLeaderIdAndEpoch:
         raise _EncodeError('FetchResponsePartitionData.current_leader must keep its default: version 4 does not have it')
-    if o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id != _default_FetchResponseSnapshotId:
         raise _EncodeError('FetchResponsePartitionData.snapshot_id must keep its default: version 4 does not have it')
     if o.preferred_read_replica != -1:
         raise _EncodeError('FetchResponsePartitionData.preferred_read_replica must keep its default: version 4 does not have it')
@@ -1986,11 +1992,11 @@ def _d_FetchResponsePartitionData_2(b, p):
 
 
 def _e_FetchResponsePartitionData_2(o, w):
-    if o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch != _default_FetchResponseEpochEndOffset:
         raise _EncodeError('FetchResponsePartitionData.diverging_epoch must keep its default: version 5 does not have it')
-    if o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_FetchResponseLeaderIdAndEpoch:
         raise _EncodeError('FetchResponsePartitionData.current_leader must keep its default: version 5 does not have it')
-    if o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id != _default_FetchResponseSnapshotId:
         raise _EncodeError('FetchResponsePartitionData.snapshot_id must keep its default: version 5 does not have it')
     if o.preferred_read_replica != -1:
         raise _EncodeError('FetchResponsePartitionData.preferred_read_replica must keep its default: version 5 does not have it')
@@ -2029,11 +2035,11 @@ def _d_FetchResponsePartitionData_3(b, p):
 
 
 def _e_FetchResponsePartitionData_3(o, w):
-    if o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch != _default_FetchResponseEpochEndOffset:
         raise _EncodeError('FetchResponsePartitionData.diverging_epoch must keep its default: version 11 does not have it')
-    if o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_FetchResponseLeaderIdAndEpoch:
         raise _EncodeError('FetchResponsePartitionData.current_leader must keep its default: version 11 does not have it')
-    if o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id != _default_FetchResponseSnapshotId:
         raise _EncodeError('FetchResponsePartitionData.snapshot_id must keep its default: version 11 does not have it')
     w += _p_ihqqq(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     a = o.aborted_transactions
@@ -2100,11 +2106,11 @@ def _e_FetchResponsePartitionData_4(o, w):
     w += _p_i(o.preferred_read_replica)
     _write_compact_nullable_records(w, o.records)
     t = []
-    if o.diverging_epoch != FetchResponseEpochEndOffset():
+    if o.diverging_epoch != _default_FetchResponseEpochEndOffset:
         t.append((0, _encode_tagged_value(_wt_FetchResponsePartitionData_4_diverging_epoch, o.diverging_epoch)))
-    if o.current_leader != FetchResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_FetchResponseLeaderIdAndEpoch:
         t.append((1, _encode_tagged_value(_wt_FetchResponsePartitionData_4_current_leader, o.current_leader)))
-    if o.snapshot_id != FetchResponseSnapshotId():
+    if o.snapshot_id != _default_FetchResponseSnapshotId:
         t.append((2, _encode_tagged_value(_wt_FetchResponsePartitionData_4_snapshot_id, o.snapshot_id)))
     u = o.unknown_tagged_fields
     if u:

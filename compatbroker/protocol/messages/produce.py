@@ -230,6 +230,9 @@ ProduceResponse.LeaderIdAndEpoch = ProduceResponseLeaderIdAndEpoch
 ProduceResponse.NodeEndpoint = ProduceResponseNodeEndpoint
 
 
+_default_ProduceResponseLeaderIdAndEpoch = ProduceResponseLeaderIdAndEpoch()
+
+
 def _d_ProduceRequest_0(b, p):
     o = _new(ProduceRequest)
     o.transactional_id = None
@@ -1004,7 +1007,7 @@ def _d_ProduceResponsePartitionProduceResponse_0(b, p):
 
 
 def _e_ProduceResponsePartitionProduceResponse_0(o, w):
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_ProduceResponseLeaderIdAndEpoch:
         raise _EncodeError('ProduceResponsePartitionProduceResponse.current_leader must keep its default: version 0 does not have it')
     w += _p_ihq(o.index, o.error_code, o.base_offset)
 
@@ -1022,7 +1025,7 @@ def _d_ProduceResponsePartitionProduceResponse_1(b, p):
 
 
 def _e_ProduceResponsePartitionProduceResponse_1(o, w):
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_ProduceResponseLeaderIdAndEpoch:
         raise _EncodeError('ProduceResponsePartitionProduceResponse.current_leader must keep its default: version 2 does not have it')
     w += _p_ihqq(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
@@ -1039,7 +1042,7 @@ def _d_ProduceResponsePartitionProduceResponse_2(b, p):
 
 
 def _e_ProduceResponsePartitionProduceResponse_2(o, w):
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_ProduceResponseLeaderIdAndEpoch:
         raise _EncodeError('ProduceResponsePartitionProduceResponse.current_leader must keep its default: version 5 does not have it')
     w += _p_ihqqq(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
@@ -1061,7 +1064,7 @@ def _d_ProduceResponsePartitionProduceResponse_3(b, p):
 
 
 def _e_ProduceResponsePartitionProduceResponse_3(o, w):
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_ProduceResponseLeaderIdAndEpoch:
         raise _EncodeError('ProduceResponsePartitionProduceResponse.current_leader must keep its default: version 8 does not have it')
     w += _p_ihqqq(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
@@ -1099,7 +1102,7 @@ def _d_ProduceResponsePartitionProduceResponse_4(b, p):
 
 
 def _e_ProduceResponsePartitionProduceResponse_4(o, w):
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_ProduceResponseLeaderIdAndEpoch:
         raise _EncodeError('ProduceResponsePartitionProduceResponse.current_leader must keep its default: version 9 does not have it')
     w += _p_ihqqq(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     a = o.record_errors
@@ -1152,7 +1155,7 @@ def _e_ProduceResponsePartitionProduceResponse_5(o, w):
         _e_ProduceResponseBatchIndexAndErrorMessage_1(e, w)
     _write_compact_nullable_string(w, o.error_message)
     t = []
-    if o.current_leader != ProduceResponseLeaderIdAndEpoch():
+    if o.current_leader != _default_ProduceResponseLeaderIdAndEpoch:
         t.append((0, _encode_tagged_value(_wt_ProduceResponsePartitionProduceResponse_5_current_leader, o.current_leader)))
     u = o.unknown_tagged_fields
     if u:
