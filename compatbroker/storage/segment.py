@@ -108,6 +108,11 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self._bytes_since_last_index_entry = 0
         self._rolling_timestamp: int | None = None
+        # Fetches repeat themselves: a partition that did not fit a response is asked for at the same offset next
+        # time, and a consumer that got data asks for the offset right after it. Remembering the batch found last
+        # and where the last read ended spares the index lookup and most header reads. Truncation forgets both.
+        self._last_found: BatchEntry | None = None
+        self._after_last_read: tuple[int, int] | None = None  # (next offset, position of the batch holding it)
 
     # --- opening --------------------------------------------------------------------------------------------------
 
@@ -242,11 +247,22 @@ class LogSegment:
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchEntry | None:
         """The first batch at or after `start_position` whose last offset is >= `offset`; None if none."""
-        position = max(start_position, self.offset_index.lookup(offset).position)
+        found = self._last_found
+        if found is not None and found.base_offset <= offset <= found.last_offset and found.position >= start_position:
+            return found
+        after = self._after_last_read
+        if after is not None and after[0] == offset and after[1] >= start_position:
+            position = after[1]
+        else:
+            position = max(start_position, self.offset_index.lookup(offset).position)
         for batch in self.iter_batches(position):
             if batch.last_offset >= offset:
+                self._last_found = batch
                 return batch
         return None
+
+    def _forget_positions(self) -> None:
+        self._last_found = self._after_last_read = None
 
     def read(self, offset: int, max_bytes: int, *, max_position: int | None = None,
              min_one_batch: bool = True) -> tuple[int, int] | None:
@@ -258,20 +274,27 @@ class LogSegment:
         if first is None or first.position + first.size > end_limit:
             return None
         if first.size > max_bytes:
-            return first.position, first.size if min_one_batch else 0
-        target_end = min(end_limit, first.position + max_bytes)
-        end = self._last_batch_end_before(first.position + first.size, target_end)
+            if not min_one_batch:
+                return first.position, 0
+            end, next_offset = first.position + first.size, first.last_offset + 1
+        else:
+            end, next_offset = self._last_batch_end_before(first, min(end_limit, first.position + max_bytes))
+        if end < self.size and next_offset is not None:
+            self._after_last_read = (next_offset, end)
         return first.position, end - first.position
 
-    def _last_batch_end_before(self, known_end: int, target_end: int) -> int:
-        """End of the last whole batch that finishes by `target_end`, given a batch boundary at `known_end`."""
+    def _last_batch_end_before(self, first: BatchEntry, target_end: int) -> tuple[int, int | None]:
+        """(end, the offset after it) of the last whole batch that finishes by `target_end`, `first` being the
+        first batch read; the offset is None when no header read tells it."""
         if target_end >= self.size:
-            return self.size
-        start = max(known_end, self.offset_index.lookup_by_position(target_end).position)
-        end = start
-        for batch in self.iter_batches(start, target_end):
-            end = batch.position + batch.size
-        return max(end, known_end)
+            return self.size, self.next_offset
+        end, next_offset = first.position + first.size, first.last_offset + 1
+        start = self.offset_index.lookup_by_position(target_end).position
+        if start > end:  # the batches up to the index entry fit whole
+            end, next_offset = start, None
+        for batch in self.iter_batches(end, target_end):
+            end, next_offset = batch.position + batch.size, batch.last_offset + 1
+        return end, next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> TimestampOffset | None:
         """The first record at or after `start_offset` with a timestamp >= `timestamp`, as (timestamp, offset)."""
@@ -301,6 +324,7 @@ class LogSegment:
         if batch is None:
             return 0
         removed = self.size - batch.position
+        self._forget_positions()
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         os.ftruncate(self.file.fd, batch.position)
@@ -315,6 +339,7 @@ class LogSegment:
 
     def reset_for_recovery(self) -> None:
         """Drop both indexes and the derived state; `recovery.recover_segment` then re-indexes batch by batch."""
+        self._forget_positions()
         self.offset_index.reset()
         self.time_index.reset()
         self.next_offset = self.base_offset
@@ -327,6 +352,7 @@ class LogSegment:
         self._index_batch(position, size, last_offset, max_timestamp)
 
     def truncate_file(self, position: int) -> None:
+        self._forget_positions()
         os.ftruncate(self.file.fd, position)
         self.size = position
 

@@ -151,6 +151,54 @@ def test_read_limits_max_bytes_min_one_batch_and_max_offset(tmp_path):
     log.close()
 
 
+def _expected_read(log, offset: int, max_bytes: int, min_one_batch: bool) -> bytes:
+    """What a read must return, worked out from the log's bytes alone: whole batches from the one holding
+    `offset`, as many as fit `max_bytes` (at least one with `min_one_batch`)."""
+    out = b""
+    for header, data in batches_of(all_bytes(log)):
+        if header.last_offset < offset:
+            continue
+        if len(out) + len(data) > max_bytes and (out or not min_one_batch):
+            break
+        out += data
+    return out
+
+
+def test_repeated_and_sequential_reads_match_the_log_after_truncations(tmp_path):
+    """Reads remember the batch they found and where they ended (a fetch that did not fit asks again at the same
+    offset; a consumer asks right after its last batch); after a truncation and new batches of other sizes, the
+    answers must still be the log's bytes."""
+    config = dataclasses.replace(SMALL, segment_bytes=1 << 20)
+    log = open_log(tmp_path, config)
+    for n in range(60):
+        log.append(batch([b"v" * (20 + 37 * (n % 7))] * (1 + n % 3)), leader_epoch=0, now_ms=NOW)
+    assert len(log.segments) == 1
+
+    def check(offset, max_bytes, min_one_batch=True):
+        got = log.read_bytes(offset, max_bytes, min_one_batch=min_one_batch)
+        assert got == _expected_read(log, offset, max_bytes, min_one_batch), (offset, max_bytes, min_one_batch)
+        return got
+
+    for round_ in range(2):
+        offset, last_asked = 0, []
+        while offset < log.log_end_offset:  # a consumer: each read starts right after the last one
+            got = check(offset, 300 + 250 * (offset % 4))
+            check(offset, 10, min_one_batch=False)  # does not fit: asked again, same offset
+            check(offset, 10, min_one_batch=False)
+            last_asked = [offset, batches_of(got)[-1][0].last_offset + 1]
+            offset = last_asked[-1]
+        log.truncate_to(log.log_end_offset // 2 + round_)
+        for n in range(30):  # new batches of other sizes where the old ones were
+            log.append(batch([b"w" * (400 - 11 * n)] * (2 + n % 2)), leader_epoch=0, now_ms=NOW)
+        for offset in last_asked:  # where the last reads before the truncation left off
+            check(offset, 700)
+            check(offset, 50, min_one_batch=False)
+        for offset in range(log.log_end_offset - 1, -1, -3):
+            check(offset, 700)
+            check(offset, 50, min_one_batch=False)
+    log.close()
+
+
 def test_reads_cross_segments_and_regions_are_file_ranges(tmp_path):
     log = open_log(tmp_path)
     _fill(log, 100)
