@@ -57,8 +57,8 @@ try:
     import confluent_kafka
 except ImportError:
     raise SystemExit("the broker benchmark drives confluent-kafka: /tmp/venv/bin/pip install confluent-kafka")
-from brokers import (BrokerError, BrokerProcess, CompatBroker, MockBroker, kernel_threads_seconds,  # noqa: E402
-                     machine_busy_seconds)
+from brokers import (BrokerError, BrokerProcess, CompatBroker, MockBroker, file_tail,  # noqa: E402
+                     kernel_threads_seconds, machine_busy_seconds)
 from loadgen import (FILL_CONFIG, MOCK_FETCH_MAX_BYTES, LoadError, Run, consume_run,  # noqa: E402
                      loopback_sendfile, make_producer, produce_run, watermarks)
 from profiling import profiled  # noqa: E402
@@ -195,9 +195,9 @@ def _indent(text: str) -> str:
     return "\n".join("    | " + line for line in text.splitlines())
 
 
-def ratio_of(figures: dict, key=lambda m: m.run.messages_per_s) -> float | None:
+def ratio_of(figures: dict) -> float | None:
     if "compatbroker" in figures and "mock" in figures:
-        return key(figures["compatbroker"]) / key(figures["mock"])
+        return figures["compatbroker"].run.messages_per_s / figures["mock"].run.messages_per_s
     return None
 
 
@@ -403,7 +403,7 @@ def startups(data_dir_of, work: Path, runs: int, partitions: int, pycache: Path)
         try:
             found.append(start_and_stop(data_dir_of(i), work / "startup.log", partitions, pycache))
         except (BrokerError, confluent_kafka.KafkaException, OSError) as exc:
-            print("  compatbroker: startup failed: %s\n%s" % (exc, _indent(_tail(work / "startup.log"))))
+            print("  compatbroker: startup failed: %s\n%s" % (exc, _indent(file_tail(work / "startup.log"))))
             return []
     return found
 
@@ -429,13 +429,6 @@ def _mb(value: float | None) -> float | None:
     return None if value is None else value / MiB
 
 
-def _tail(path: Path, chars: int = 1500) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""
-
-
 def dir_size(path: Path) -> tuple[int, int]:
     """Bytes under a data dir and the number of partition directories in it."""
     total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
@@ -456,7 +449,7 @@ def start_peers(work: Path, data_dir: Path, partitions: int, profile_dir: Path |
                                     pycache=work / "pycache")
         brokers.append(compat)
     except BrokerError as exc:
-        print("compatbroker: %s\n%s" % (exc, _indent(_tail(work / "compatbroker.log"))))
+        print("compatbroker: %s\n%s" % (exc, _indent(file_tail(work / "compatbroker.log"))))
     return Peers(brokers, profile_dir)
 
 

@@ -67,6 +67,14 @@ def kernel_threads_seconds() -> float:
     return total / CLOCK_TICKS
 
 
+def file_tail(path: Path) -> str:
+    """The end of a broker's log, to show why it failed; empty if there is none."""
+    try:
+        return path.read_text(errors="replace")[-2000:]
+    except OSError:
+        return ""
+
+
 def die_with_parent() -> None:
     """preexec_fn: have the kernel stop the child if the benchmark dies without cleaning up."""
     import ctypes
@@ -94,11 +102,8 @@ class BrokerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def log_tail(self, chars: int = 2000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
+    def log_tail(self) -> str:
+        return file_tail(self.log_path)
 
     def stop(self, timeout_s: float = 10.0) -> tuple[float, int | None]:
         """SIGTERM, then wait; returns (seconds until exit, exit code). SIGKILL if it overstays."""

@@ -23,16 +23,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from . import topic_names
 from .config import BrokerConfig, Endpoint
+from .fetch_session import FetchSessionCache
 from .storage import Log, LogManager
 from .storage.checkpoints import PARTITION_METADATA, write_partition_metadata
+from .storage.log_manager import write_checkpoints
 from .storage.log_config import LONG_MAX
-
-if TYPE_CHECKING:
-    from .fetch_session import FetchSessionCache
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +50,6 @@ ROLL_FLUSH_CHECK_MS = 1000
 
 class Broker:
     def __init__(self, config: BrokerConfig):
-        from .fetch_session import FetchSessionCache  # the handlers' module; imported here, where it is needed
-
         self.config = config
         self.node_id = config.node_id
         self.cluster_id: str | None = None  # read from (or written to) meta.properties by startup()
@@ -107,8 +103,7 @@ class Broker:
         self._closing = True
         for waiters in self._append_waiters.values():
             for future in waiters:
-                if not future.done():
-                    future.set_result(None)
+                _resolve(future)
         self._append_waiters.clear()
 
     async def shutdown(self) -> None:
@@ -225,6 +220,10 @@ class Broker:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get_log(topic, partition)
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        info = self._topics.get(topic)
+        return info is not None and 0 <= partition < info.partitions
+
     def leader_epoch(self, topic: str, partition: int) -> int:
         """Always 0: this broker has led every partition since its creation, and no election ever bumps it."""
         return 0
@@ -260,8 +259,7 @@ class Broker:
         waiters = self._append_waiters.pop((topic, partition), None)
         if waiters:
             for future in waiters:
-                if not future.done():
-                    future.set_result(None)
+                _resolve(future)
 
     async def wait_for_append(self, partitions: list[tuple[str, int]], timeout_s: float) -> None:
         """Return when any of `partitions` is appended to, or after `timeout_s`, whichever comes first."""
@@ -302,8 +300,10 @@ class Broker:
 
     async def checkpoint(self) -> None:
         """Write the recovery-point, log-start-offset and cleaner checkpoints (fsync: in an executor)."""
-        snapshot = _CheckpointSnapshot(self.logs)
-        await asyncio.get_running_loop().run_in_executor(None, LogManager.checkpoint, snapshot)
+        # The dicts are copied on the loop: the executor thread must not iterate one the loop is changing.
+        manager = self.logs
+        await asyncio.get_running_loop().run_in_executor(None, write_checkpoints, manager.data_dir,
+                                                         dict(manager.logs), dict(manager.first_dirty_offsets))
 
     async def run_retention(self) -> int:
         """Delete expired segments (renames and unlinks only, on the loop); returns how many went."""
@@ -341,16 +341,6 @@ class Broker:
                 await job()
             except Exception:  # noqa: BLE001 - a failed pass is retried at the next interval
                 log.exception("periodic %s failed", job.__name__)
-
-
-class _CheckpointSnapshot:
-    """The parts of a LogManager that `LogManager.checkpoint` reads, copied on the loop so that the executor thread
-    writing the files never iterates a dict the loop is changing (a topic created meanwhile)."""
-
-    def __init__(self, manager: LogManager):
-        self.data_dir = manager.data_dir
-        self.logs = dict(manager.logs)
-        self.first_dirty_offsets = dict(manager.first_dirty_offsets)
 
 
 def _flush_logs(logs: list[Log], now_ms: int) -> None:

@@ -34,6 +34,9 @@ __all__ = ["BrokerConfig", "ConfigError", "Endpoint", "default_data_dir", "load_
            "parse_properties"]
 
 
+_WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """One listener: its name (which maps to a security protocol), host and port. An empty host means every
@@ -45,6 +48,11 @@ class Endpoint:
 
     def host_port(self) -> str:
         return format_host_port(self.host, self.port)
+
+    @property
+    def is_wildcard(self) -> bool:
+        """Every interface: a host to bind, not an address a client can connect to."""
+        return self.host in _WILDCARD_HOSTS
 
 
 def format_host_port(host: str, port: int) -> str:
@@ -316,7 +324,7 @@ class BrokerConfig:
         for endpoint in self._values["advertised.listeners"]:
             if endpoint.name not in names:
                 raise ConfigError(f"advertised.listeners: {endpoint.name} is not one of the listeners")
-            if endpoint.host in ("", "0.0.0.0", "::"):
+            if endpoint.is_wildcard:
                 raise ConfigError(f"advertised.listeners: {endpoint.host_port()} is not an address clients can use")
         return self._values["advertised.listeners"]
 

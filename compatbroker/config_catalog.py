@@ -294,10 +294,6 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
            "unclean.leader.election.enable"),
 )}
 
-# Topic keys whose broker-wide default cannot be set per topic: Kafka's alter path treats them alike.
-TIERED_STORAGE_KEYS = frozenset({"remote.storage.enable", "remote.log.copy.disable", "remote.log.delete.on.disable",
-                                 "local.retention.ms", "local.retention.bytes"})
-
 
 # --- broker configs -----------------------------------------------------------------------------------------------
 
@@ -521,11 +517,6 @@ _OUR_DEFAULTS = frozenset({"node.id", "broker.id", "listeners", "log.dirs", "gro
 def broker_synonyms(name: str) -> tuple[str, ...]:
     """The broker names Kafka reports as synonyms of broker config `name`, highest precedence first."""
     return _BROKER_SYNONYMS.get(name, (name,))
-
-
-def dynamic_broker_configs() -> frozenset[str]:
-    """Broker configs Kafka can change at run time (AlterConfigs on a BROKER resource)."""
-    return frozenset(name for name, key in BROKER_CONFIGS.items() if key.dynamic)
 
 
 # --- DescribeConfigs ----------------------------------------------------------------------------------------------

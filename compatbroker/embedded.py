@@ -101,7 +101,7 @@ class EmbeddedBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        """`host:port` for a client's bootstrap.servers."""
+        """`host:port` for a client's bootstrap.servers, which is also the address the broker listens on."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
 
@@ -127,12 +127,10 @@ class EmbeddedBroker:
 
     def stop(self) -> None:
         """Stop the broker and remove its temporary directory. Calling it again does nothing."""
-        if self._ops is not None:
-            try:
+        try:
+            if self._ops is not None:
                 self._stop_broker()
-            finally:
-                self._finalizer()
-        else:
+        finally:
             self._finalizer()
 
     def __enter__(self) -> Self:
@@ -252,7 +250,7 @@ class EmbeddedBroker:
 
         try:
             config = BrokerConfig.from_sources(overrides=[f"{name}={value}" for name, value in self.settings.items()],
-                                               listen=self._listen(), data_dir=self.data_dir)
+                                               listen=self.bootstrap_servers, data_dir=self.data_dir)
             handlers = registry_for(self.emulate)
         except (ConfigError, StartupError) as exc:
             raise EmbeddedBrokerError(str(exc)) from None
@@ -271,7 +269,7 @@ class EmbeddedBroker:
     def _start_subprocess(self) -> None:
         from .control.client import ControlClient
 
-        command = [sys.executable, "-m", "compatbroker", "serve", "--listen", self._listen(),
+        command = [sys.executable, "-m", "compatbroker", "serve", "--listen", self.bootstrap_servers,
                    "--data-dir", self.data_dir, "--control-listen", self._control_listen or "127.0.0.1:0",
                    "--log-level", self._log_level]
         for name, value in self.settings.items():
@@ -282,10 +280,6 @@ class EmbeddedBroker:
         self.port = port
         self._resources.control_url = url
         self._ops = ControlClient(url, timeout_s=CALL_TIMEOUT_S)
-
-    def _listen(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
 
 
 class _OnLoop:

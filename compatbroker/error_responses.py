@@ -17,11 +17,10 @@ from collections.abc import Callable
 
 from .protocol import API_KEYS
 from .protocol.error_codes import ErrorCode
+from .protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 INVALID_OFFSET = -1
 NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 NO_NODE = -1
 AUTHORIZED_OPERATIONS_OMITTED = -2**31
 
@@ -253,12 +252,10 @@ def _describe_transactions(cls, version, request, error, text):
 
 def _api_versions(cls, version, request, error, text):
     # With UNSUPPORTED_VERSION, Kafka lists the ApiVersions range it serves so that the client can retry (KIP-511).
-    response = cls(error_code=error)
     if error is ErrorCode.UNSUPPORTED_VERSION:
-        from .handlers import api_versions
-        response.api_keys = [cls.ApiVersion(api_key=api_versions.API_KEY, min_version=api_versions.MIN_VERSION,
-                                            max_version=api_versions.MAX_VERSION)]
-    return response
+        from .handlers.api_versions import unsupported_version_response
+        return unsupported_version_response()
+    return cls(error_code=error)
 
 
 def _create_topics(cls, version, request, error, text):

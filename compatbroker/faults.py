@@ -89,6 +89,11 @@ def resolve_error(error: str | int) -> ErrorCode:
     return code
 
 
+def _api_or_every(api: str | int | None) -> int | None:
+    """The key of `api`, or None (every API) for None, "" or "*"."""
+    return None if api is None or api == "" or api == "*" else resolve_api(api)
+
+
 def _check_count(count: int | None, what: str, minimum: int = 1) -> int | None:
     if count is None:
         return None
@@ -210,7 +215,7 @@ class FaultInjector:
     def inject_latency(self, api: str | int | None, ms: float, count: int | None = None) -> LatencyRule | None:
         """Requests of `api` (None: of every API) wait `ms` milliseconds first; the next `count` ones, or all until
         cleared. Replaces an earlier latency rule for the same API; `ms=0` just removes it."""
-        api_key = None if api is None or api == "" or api == "*" else resolve_api(api)
+        api_key = _api_or_every(api)
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms < 0:
             raise FaultError(f"ms must be a number of at least 0, got {ms!r}")
         self._latencies = [rule for rule in self._latencies if rule.api_key != api_key]
@@ -225,7 +230,7 @@ class FaultInjector:
                                count: int | None = 1) -> DropRule:
         """Serve `after` more requests (of `api`, when given), then close the connection that sends the next one
         without answering it; `count` times (each time after another `after` requests), or until cleared."""
-        api_key = None if api is None or api == "" or api == "*" else resolve_api(api)
+        api_key = _api_or_every(api)
         after = _check_count(after, "after", minimum=0)
         if after is None:
             raise FaultError("after must be an integer of at least 0")

@@ -27,16 +27,15 @@ import random
 import uuid
 from dataclasses import dataclass
 
+from .protocol.error_codes import ErrorCode
+
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 DEFAULT_EVICTION_MS = 120_000  # min.incremental.fetch.session.eviction.ms
 _INT32_MAX = 2**31 - 1
 
-NONE = 0
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
-FETCH_SESSION_TOPIC_ID_ERROR = 106
+NONE = ErrorCode.NONE  # compared per partition: a module name is quicker to reach than the enum's attribute
 
 
 def next_epoch(epoch: int) -> int:
@@ -238,7 +237,7 @@ class IncrementalContext(FetchContext):
     def respond(self, results, now_ms):
         session = self.session
         if session.epoch != self.expected_epoch:  # another request of this session got in first
-            return INVALID_FETCH_SESSION_EPOCH, session.id, []
+            return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, []
         selected = []
         for result in results:
             request, data = result[0], result[1]
@@ -266,11 +265,11 @@ def new_context(cache: FetchSessionCache, *, version: int, session_id: int, epoc
         return FullContext(cache, requested, uses_topic_ids)
     session = cache.get(session_id)
     if session is None:
-        return SessionErrorContext(FETCH_SESSION_ID_NOT_FOUND)
+        return SessionErrorContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     if session.epoch != epoch:
-        return SessionErrorContext(INVALID_FETCH_SESSION_EPOCH)
+        return SessionErrorContext(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
     if session.uses_topic_ids != uses_topic_ids:
-        return SessionErrorContext(FETCH_SESSION_TOPIC_ID_ERROR)
+        return SessionErrorContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
     session.update(requested, forgotten)
     if not session.partitions:
         cache.remove(session.id)

@@ -197,7 +197,8 @@ class TransactionalIds:
                        if entry.last_update_ms <= deadline and transactional_id not in self._pending]
             if not expired:
                 return []
-            kept = {tid: entry for tid, entry in self._entries.items() if tid not in set(expired)}
+            gone = set(expired)
+            kept = {tid: entry for tid, entry in self._entries.items() if tid not in gone}
             await asyncio.get_running_loop().run_in_executor(None, write_transactional_ids, self.path, kept)
             for transactional_id in expired:
                 self._entries.pop(transactional_id, None)

@@ -23,7 +23,7 @@ from collections import defaultdict
 import pytest
 
 from .connector import ConnectorMisconfigured, ConnectorUnavailable, find_connector, session_builder
-from .kafka_tools import CLIENT_ID, KafkaTools
+from .kafka_tools import CLIENT_ID, KafkaTools, last_seq
 
 BROKER_SETTINGS = {
     "num.partitions": 1,
@@ -93,7 +93,7 @@ def java_requests_served(request):
         yield
         return
     broker = request.getfixturevalue("broker")
-    since = max((entry.seq for entry in broker.requests()), default=0)
+    since = last_seq(broker)
     log_start = os.path.getsize(broker.log_path)
     yield
     entries = [entry for entry in broker.requests(since) if not (entry.client_id or "").startswith(HELPER_CLIENTS)]

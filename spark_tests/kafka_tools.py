@@ -1,5 +1,6 @@
 """What the Spark tests do besides Spark: produce the records Spark reads (kafka-python), change topics through the
-admin API, compare Spark rows with records, and wait for what the broker does in the background.
+admin API, compare Spark rows with records, mark where the broker's request log stands, and wait for what the broker
+does in the background.
 
 Records are compared as `Record` tuples: Spark's columns (key, value, topic, partition, offset, timestamp in
 milliseconds, timestampType, headers) hold exactly what kafka-python sent and the broker acknowledged.
@@ -158,6 +159,11 @@ def without_headers(records: Iterable[Record]) -> list[Record]:
 
 def _bytes(value) -> bytes | None:
     return None if value is None else bytes(value)
+
+
+def last_seq(broker) -> int:
+    """The sequence number of the broker's latest logged request: `broker.requests(since)` gives the later ones."""
+    return max((entry.seq for entry in broker.requests()), default=0)
 
 
 def wait_until(condition: Callable[[], object], what: str, timeout_s: float = WAIT_TIMEOUT_S):

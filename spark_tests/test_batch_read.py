@@ -14,10 +14,7 @@ PER_PARTITION = 5
 
 
 def load(spark, kafka, **options):
-    reader = spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return reader.load()
+    return spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap).options(**options).load()
 
 
 def read(spark, kafka, **options) -> list[Record]:

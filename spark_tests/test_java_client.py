@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from .java_clients import JavaAdmin, JavaConsumer, java_exception_class
+from .kafka_tools import last_seq
 
 BASE_MS = 1_767_225_600_000
 FIRST_TOPIC_ID_FETCH = 13  # Fetch names topics by id from version 13
@@ -37,10 +38,6 @@ def java(spark, kafka):
 
 def requests_of(broker, client_id: str, since: int, api: str | None = None) -> list:
     return [entry for entry in broker.requests(since, api) if entry.client_id == client_id]
-
-
-def last_seq(broker) -> int:
-    return max((entry.seq for entry in broker.requests()), default=0)
 
 
 def test_committed_position_is_validated_with_offset_for_leader_epoch(broker, kafka, java, topic):

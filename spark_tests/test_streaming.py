@@ -16,10 +16,8 @@ HOUR_MS = 3_600_000
 
 
 def stream(spark, kafka, **options):
-    reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return reader.load()
+    return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap).options(**options)
+            .load())
 
 
 def into_files(frame, directory, **trigger):

@@ -3,7 +3,7 @@ columns, through Spark's Java producer (idempotent by default). What the broker 
 control API, and Spark reads it again to check the round trip."""
 from __future__ import annotations
 
-from .kafka_tools import KAFKA_COLUMNS, records_of
+from .kafka_tools import KAFKA_COLUMNS, last_seq, records_of
 
 # The columns the Kafka sink takes (value is the only one it requires).
 WRITE_SCHEMA = ("topic string, partition int, key binary, value binary, "
@@ -23,10 +23,6 @@ def java_producer_requests(broker, since: int) -> dict[str, int]:
         if (entry.client_id or "").startswith("producer-"):
             counts[entry.api] = counts.get(entry.api, 0) + 1
     return counts
-
-
-def last_seq(broker) -> int:
-    return max((entry.seq for entry in broker.requests()), default=0)
 
 
 def test_batch_write_with_every_column(broker, spark, kafka, topic):

@@ -26,6 +26,7 @@ from compatbroker.handlers import default_registry
 from compatbroker.protocol import API_KEYS
 from compatbroker.protocol.messages import ApiVersionsRequest, MetadataRequest, ProduceRequest
 
+from .async_tests import async_test
 from .server.helpers import RawClient, handler_module, running_server
 
 TABLES = resources.files("compatbroker.emulation").joinpath("releases")
@@ -171,31 +172,28 @@ def test_produce_below_the_accepted_version_is_refused_by_the_stand_in():
     assert asyncio.run(produce.handle(Ctx(), None)) == "answered"
 
 
-def test_a_served_connection_advertises_the_release_and_refuses_the_rest(tmp_path: Path):
+@async_test
+async def test_a_served_connection_advertises_the_release_and_refuses_the_rest(tmp_path: Path):
     """Through the real server: ApiVersions lists Kafka 2.8's ranges of what we serve; a version 2.8 lacks (Metadata
     v12) closes the connection like any unserved version; ApiVersions v4 gets UNSUPPORTED_VERSION with 2.8's range."""
     emulated = emulated_registry(default_registry(), "2.8")
+    async with running_server(tmp_path, emulated) as (_server, port):
+        client = await RawClient.connect(port)
+        hello = ApiVersionsRequest(client_software_name="emulation-test", client_software_version="1")
+        await client.send(hello, version=3, correlation_id=1)
+        _header, body = await client.read_response(18, 3)
+        listed = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        await client.send(MetadataRequest(topics=[]), version=11, correlation_id=2)
+        _header, metadata = await client.read_response(3, 11)
+        await client.send(MetadataRequest(topics=[]), version=12, correlation_id=3)
+        refused = await client.closed_by_server()
+        await client.close()
 
-    async def scenario():
-        async with running_server(tmp_path, emulated) as (_server, port):
-            client = await RawClient.connect(port)
-            hello = ApiVersionsRequest(client_software_name="emulation-test", client_software_version="1")
-            await client.send(hello, version=3, correlation_id=1)
-            _header, body = await client.read_response(18, 3)
-            listed = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-            await client.send(MetadataRequest(topics=[]), version=11, correlation_id=2)
-            _header, metadata = await client.read_response(3, 11)
-            await client.send(MetadataRequest(topics=[]), version=12, correlation_id=3)
-            refused = await client.closed_by_server()
-            await client.close()
+        newer = await RawClient.connect(port)
+        await newer.send(hello, version=4, correlation_id=4)
+        _header, too_new = await newer.read_response(18, 0)
+        await newer.close()
 
-            newer = await RawClient.connect(port)
-            await newer.send(hello, version=4, correlation_id=4)
-            _header, too_new = await newer.read_response(18, 0)
-            await newer.close()
-            return listed, metadata, refused, too_new
-
-    listed, metadata, refused, too_new = asyncio.run(scenario())
     assert listed == {key: (m.MIN_VERSION, m.MAX_VERSION) for key, m in emulated.items()}
     assert listed[3] == (0, 11) and listed[0] == (0, 9) and listed[18] == (0, 3)
     assert metadata.brokers, "v11 is served"
@@ -204,21 +202,18 @@ def test_a_served_connection_advertises_the_release_and_refuses_the_rest(tmp_pat
         (18, 0, 3)]
 
 
-def test_produce_v2_to_an_emulated_kafka_4_closes_the_connection(tmp_path: Path):
+@async_test
+async def test_produce_v2_to_an_emulated_kafka_4_closes_the_connection(tmp_path: Path):
     emulated = emulated_registry(default_registry(), "4.0")
+    async with running_server(tmp_path, emulated) as (_server, port):
+        client = await RawClient.connect(port)
+        await client.send(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[]), version=2, correlation_id=1)
+        refused = await client.closed_by_server()
+        await client.close()
+        accepted = await RawClient.connect(port)
+        await accepted.send(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[]), version=3, correlation_id=2)
+        _header, body = await accepted.read_response(0, 3)
+        await accepted.close()
 
-    async def scenario():
-        async with running_server(tmp_path, emulated) as (_server, port):
-            client = await RawClient.connect(port)
-            await client.send(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[]), version=2, correlation_id=1)
-            refused = await client.closed_by_server()
-            await client.close()
-            accepted = await RawClient.connect(port)
-            await accepted.send(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[]), version=3, correlation_id=2)
-            _header, body = await accepted.read_response(0, 3)
-            await accepted.close()
-            return refused, body
-
-    refused, body = asyncio.run(scenario())
     assert refused
     assert body.responses == []

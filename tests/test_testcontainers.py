@@ -76,27 +76,19 @@ def test_emulation_reaches_the_container(image):
 
 
 def _api_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
-    """ApiVersions v0 over a plain socket: what the broker advertises."""
-    import socket
-    import struct
-
-    from compatbroker.protocol import RequestHeader, decode_response, encode_request
+    """ApiVersions v0 over a raw connection: what the broker advertises."""
     from compatbroker.protocol.messages import ApiVersionsRequest
+    from tests.async_tests import run_coroutine
+    from tests.server.helpers import RawClient
 
-    host, port = bootstrap.rsplit(":", 1)
-    header = RequestHeader(request_api_key=18, request_api_version=0, correlation_id=7, client_id="tc-test")
-    frame = encode_request(header, ApiVersionsRequest())
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(struct.pack(">i", len(frame)) + frame)
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        _header, body = decode_response(18, 0, _read(sock, size))
-    return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    async def ask():
+        host, port = bootstrap.rsplit(":", 1)
+        client = await RawClient.connect(int(port), host)
+        try:
+            await client.send(ApiVersionsRequest(), version=0, correlation_id=7, client_id="tc-test")
+            _header, body = await client.read_response(18, 0)
+        finally:
+            await client.close()
+        return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
 
-
-def _read(sock, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    return data
+    return run_coroutine(ask())

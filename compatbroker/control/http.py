@@ -28,7 +28,7 @@ import json
 import logging
 from urllib.parse import parse_qsl, urlsplit
 
-from ..config import format_host_port
+from ..config import format_host_port, parse_endpoint
 from . import ControlError
 from .operations import ControlOperations
 
@@ -138,11 +138,9 @@ class ControlServer:
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    """HOST:PORT (an IPv6 host in brackets) as (host, port)."""
-    host, sep, port = text.strip().removeprefix("http://").rstrip("/").rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected HOST:PORT, got {text!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    """HOST:PORT (an IPv6 host in brackets; no host: 127.0.0.1) as (host, port)."""
+    endpoint = parse_endpoint(text.strip().removeprefix("http://").rstrip("/"))
+    return endpoint.host or "127.0.0.1", endpoint.port
 
 
 async def _read_head(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:

@@ -84,9 +84,7 @@ class ControlOperations:
     # --- topics and records ---------------------------------------------------------------------------------------
 
     async def topics(self) -> list[dict]:
-        return [{"name": info.name, "partitions": info.partitions, "topic_id": str(info.topic_id),
-                 "internal": info.is_internal}
-                for info in sorted(self._broker.topics().values(), key=lambda info: info.name)]
+        return [_topic(info) for info in sorted(self._broker.topics().values(), key=lambda info: info.name)]
 
     async def create_topic(self, name, partitions=None, configs=None) -> dict:
         """Create a topic (an existing one is returned as it is)."""
@@ -108,8 +106,7 @@ class ControlOperations:
             info = broker.create_topic(name, partitions, configs or None)
         except (ConfigError, StorageError, ValueError) as exc:
             raise ControlError(400, f"cannot create topic {name}: {exc}") from None
-        return {"name": info.name, "partitions": info.partitions, "topic_id": str(info.topic_id),
-                "internal": info.is_internal}
+        return _topic(info)
 
     async def records(self, topic, partition=0, offset=None, limit=DEFAULT_RECORD_LIMIT) -> list[dict]:
         """Stored records of a partition from `offset` (default: the log start), at most `limit`; control batches
@@ -160,6 +157,11 @@ class ControlOperations:
     async def clear_requests(self) -> dict:
         self._injector.clear_requests()
         return {"last_seq": self._injector.last_seq}
+
+
+def _topic(info) -> dict:
+    return {"name": info.name, "partitions": info.partitions, "topic_id": str(info.topic_id),
+            "internal": info.is_internal}
 
 
 def _record(topic: str, partition: int, record) -> dict:

@@ -52,10 +52,9 @@ class Coordinator:
         return self.membership.settings
 
     async def start(self) -> None:
-        """Replay `__consumer_offsets` (offsets, then group metadata); calling it again waits for the first."""
-        if self._starting is None:
-            self._starting = asyncio.ensure_future(self.offsets.load())
-        await asyncio.shield(self._starting)
+        """Replay `__consumer_offsets` (offsets, then group metadata); calling it again waits for the first (the
+        store's load does)."""
+        await self.offsets.load()
 
     def start_soon(self) -> None:
         """Start loading in the background (from a running event loop), for a coordinator made on first use."""
@@ -67,9 +66,7 @@ class Coordinator:
     async def stop(self) -> None:
         """Cancel the timers (sessions, join and sync phases, offset retention); storage is the broker's to close."""
         await self.membership.stop()
-        stop_offsets = getattr(self.offsets, "stop", None)
-        if stop_offsets is not None:
-            await stop_offsets()
+        await self.offsets.stop()
 
     # --- groups ---------------------------------------------------------------------------------------------------
 
@@ -82,7 +79,7 @@ class Coordinator:
 
     def all_groups(self) -> list[Group]:
         for group_id in self.offsets.groups_with_offsets():
-            self.group(group_id)
+            self.membership.get_or_create(group_id)  # a simple group for each id that only has offsets
         return list(self.membership.groups.values())
 
     def load_group_metadata(self, group_id: str, value) -> None:

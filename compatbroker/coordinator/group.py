@@ -193,14 +193,7 @@ class Group:
     def can_rebalance(self) -> bool:
         return self.state in _PREVIOUS_STATES[GroupState.PREPARING_REBALANCE]
 
-    def is_simple(self) -> bool:
-        """Created only to hold offsets committed outside group management."""
-        return self.protocol_type is None and not self.members
-
     # --- members --------------------------------------------------------------------------------------------------
-
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
@@ -333,14 +326,9 @@ class Group:
     def init_next_generation(self, now_ms: int) -> None:
         """Close a join phase: a new generation, CompletingRebalance with the selected protocol, or Empty."""
         self.generation_id += 1
-        if self.members:
-            self.protocol_name = self.select_protocol()
-            self._subscribed_topics = self._compute_subscribed_topics()
-            self.transition(GroupState.COMPLETING_REBALANCE, now_ms)
-        else:
-            self.protocol_name = None
-            self._subscribed_topics = self._compute_subscribed_topics()
-            self.transition(GroupState.EMPTY, now_ms)
+        self.protocol_name = self.select_protocol() if self.members else None
+        self.refresh_subscribed_topics()
+        self.transition(GroupState.COMPLETING_REBALANCE if self.members else GroupState.EMPTY, now_ms)
         self.pending_sync_members.clear()
 
     def member_metadata(self) -> list[tuple[str, str | None, bytes]]:

@@ -475,8 +475,7 @@ class Membership:
             return  # a late timer: the phase already ended
         missing = [m.member_id for m in group.members.values() if not m.awaiting_join and not m.is_static]
         for member_id in missing:
-            group.remove(member_id)
-            self.timers.cancel(heartbeat_key(group_id, member_id))
+            self._drop(group, member_id)
         if missing:
             log.info("group %s: removed members that did not rejoin in time: %s", group_id, ", ".join(missing))
         if not group.maybe_elect_new_joined_leader() and group.members:
@@ -605,8 +604,7 @@ class Membership:
             return
         late = sorted(group.pending_sync_members)
         for member_id in late:
-            group.remove(member_id)
-            self.timers.cancel(heartbeat_key(group_id, member_id))
+            self._drop(group, member_id)
         self._prepare_rebalance(group, f"members {', '.join(late)} sent no SyncGroup in time")
 
     # --- Heartbeat ------------------------------------------------------------------------------------------------
@@ -657,8 +655,6 @@ class Membership:
         self._remove_member(group, member, f"session of {member_id} expired")
 
     def _remove_member(self, group: Group, member: Member, reason: str) -> None:
-        resolve(member.join_future, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID))
-        member.join_future = None
         group.remove(member.member_id)
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance_or_complete_join(group, reason)
@@ -693,8 +689,7 @@ class Membership:
             self._remove_leaving_member(group, member_id, leaving.reason)
             return ErrorCode.NONE
         if leaving.member_id in group.pending_join_members:
-            group.remove(leaving.member_id)
-            self.timers.cancel(heartbeat_key(group.group_id, leaving.member_id))
+            self._drop(group, leaving.member_id)
             log.info("group %s: pending member %s left (reason: %s)", group.group_id, leaving.member_id,
                      leaving.reason)
             return ErrorCode.NONE
@@ -704,14 +699,15 @@ class Membership:
         return error
 
     def _remove_leaving_member(self, group: Group, member_id: str, reason: str | None) -> None:
-        member = group.members[member_id]
-        self.timers.cancel(heartbeat_key(group.group_id, member_id))
         log.info("group %s: member %s left (reason: %s)", group.group_id, member_id, reason)
-        resolve(member.join_future, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID))
-        member.join_future = None
-        group.remove(member_id)
+        self._drop(group, member_id)
 
     # --- helpers --------------------------------------------------------------------------------------------------
+
+    def _drop(self, group: Group, member_id: str) -> None:
+        """Remove a member (or a pending member id) with its session timer, which has nobody left to expire."""
+        group.remove(member_id)
+        self.timers.cancel(heartbeat_key(group.group_id, member_id))
 
     def _still(self, group: Group, state: GroupState, generation: int) -> bool:
         """Whether the group is still the registered one, in `state`, at `generation` (after an await)."""

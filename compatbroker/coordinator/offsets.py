@@ -280,7 +280,6 @@ def group_metadata_value(group) -> GroupMetadataValue:
 
 class _Written(NamedTuple):
     log: Log
-    base_offset: int
     last_offset: int
 
 
@@ -392,7 +391,7 @@ class OffsetStore:
         in_flight = self._in_flight.setdefault(group_id, Counter())
         in_flight.update(c.key for c in stamped)
 
-        def apply(base_offset: int) -> None:
+        def apply() -> None:
             group = self._offsets.setdefault(group_id, {})
             for committed in stamped:
                 group[committed.key] = committed
@@ -405,7 +404,7 @@ class OffsetStore:
         """Write the group's metadata record (after a rebalance completes, a member leaves, ...), durably."""
         records = [(group_metadata_key(group.group_id), group_metadata_record_value(group_metadata_value(group)))]
         await self._visible_when_durable(self._append(group.group_id, records, self._broker.now_ms()),
-                                         lambda base_offset: None)
+                                         lambda: None)
 
     async def delete_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """Tombstones for those of `partitions` that have an offset: committed, still on its way to visibility,
@@ -428,7 +427,7 @@ class OffsetStore:
         if not records:
             return
 
-        def apply(base_offset: int) -> None:
+        def apply() -> None:
             group = self._offsets.get(group_id, {})
             unstable = self._unstable.get(group_id, set())
             for key in doomed:
@@ -463,12 +462,12 @@ class OffsetStore:
             log.error("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition_log.partition, exc)
             raise OffsetWriteError(ErrorCode.NOT_COORDINATOR, str(exc)) from exc
         self._broker.notify_appended(GROUP_METADATA_TOPIC, partition_log.partition)
-        return _Written(partition_log, result.base_offset, result.last_offset)
+        return _Written(partition_log, result.last_offset)
 
-    async def _visible_when_durable(self, written: _Written, apply: Callable[[int], None]) -> None:
+    async def _visible_when_durable(self, written: _Written, apply: Callable[[], None]) -> None:
         """Queue `apply` behind the partition's earlier writes; run it (and them) once the write is durable."""
         pending = self._pending.setdefault(written.log.partition, _PendingWrites())
-        pending.add(written.last_offset, lambda: apply(written.base_offset))
+        pending.add(written.last_offset, apply)
         # Shielded: a cancelled request (its client went away) still makes its write visible once durable.
         await asyncio.shield(self._settle_when_durable(written.log, pending, written.last_offset))
 
@@ -524,13 +523,9 @@ class OffsetStore:
         return expired
 
     def _report_groups_without_offsets(self) -> None:
-        hook = getattr(self._coordinator, "on_offsets_deleted", None)
-        groups = getattr(self._coordinator, "all_groups", None)
-        if hook is None or groups is None:
-            return
-        for group in groups():
+        for group in self._coordinator.all_groups():
             if group.group_id not in self._offsets:
-                hook(group.group_id)
+                self._coordinator.on_offsets_deleted(group.group_id)
 
     def _expired(self, group_id: str, now_ms: int) -> list[tuple[str, int]]:
         group = self._coordinator.group(group_id)

@@ -34,13 +34,11 @@ if TYPE_CHECKING:
 
 HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch", "offset_commit", "offset_fetch",
                    "offset_delete", "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group",
-                   "describe_groups", "list_groups", "delete_groups"]
-"""Modules of this package that serve requests (later work appends to it)."""
-HANDLER_MODULES += ["init_producer_id", "describe_producers"]
-HANDLER_MODULES += ["create_topics", "delete_topics", "create_partitions", "delete_records", "describe_cluster",
-                    "describe_log_dirs"]
-HANDLER_MODULES += ["describe_configs", "alter_configs", "incremental_alter_configs"]
-HANDLER_MODULES += ["offset_for_leader_epoch"]  # the Java consumer validates its position with it (KIP-320)
+                   "describe_groups", "list_groups", "delete_groups", "init_producer_id", "describe_producers",
+                   "create_topics", "delete_topics", "create_partitions", "delete_records", "describe_cluster",
+                   "describe_log_dirs", "describe_configs", "alter_configs", "incremental_alter_configs",
+                   "offset_for_leader_epoch"]
+"""Modules of this package that serve requests."""
 
 
 class RequestContext:

@@ -107,7 +107,7 @@ def change_topic(broker, topic: str, overrides: Mapping[str, str], validate_only
     if reason is not None:
         raise ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name: {reason}")
     try:
-        broker.logs.default_config.with_overrides(overrides)
+        broker.check_topic_configs(overrides)
     except ConfigError as exc:
         raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
     if broker.topic(topic) is None:

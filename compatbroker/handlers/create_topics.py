@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import topic_names
+from .. import config_catalog, topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import CreateTopicsResponse
 from ..storage import StorageError
@@ -200,8 +200,6 @@ def _config_results(broker, name: str, overrides: dict[str, str], *, created: bo
     """Every topic config of the topic, sorted by name, as DescribeConfigs describes it (sensitive values hidden).
     A validate-only request describes the topic it would have created: the broker's defaults, with the request's
     overrides applied as topic-level settings."""
-    from .. import config_catalog  # imported on use: only v5+ answers need the catalog
-
     results = []
     for entry in config_catalog.describe_topic_configs(broker, name):
         value, source = entry.value, entry.source

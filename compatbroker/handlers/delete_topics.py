@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DeleteTopicsResponse
+from ..protocol.wire import ZERO_UUID
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -35,7 +36,6 @@ API_KEY = 20
 MIN_VERSION = 0
 MAX_VERSION = 6
 
-ZERO_UUID = uuid.UUID(int=0)
 Result = DeleteTopicsResponse.DeletableTopicResult
 REPEATED = object()  # a later mention of a duplicated name or id: answered at its first mention
 

@@ -4,10 +4,10 @@ Behaviour, as Kafka's:
 - Reads whole batches from the one holding `fetch_offset`, from one segment, as file regions that the server sends
   with `os.sendfile`: a fetch inside a batch returns the whole batch and the client skips what it did not ask for.
 - Size limits: `partition_max_bytes` per partition and, from v3, `max_bytes` for the response (capped by
-  `fetch.max.bytes`, Kafka's 55 MiB unless the configuration sets it), partitions read in request order. From v3
-  the first partition with data returns at least one batch even when it exceeds the limits (KIP-74); later
-  partitions only what fits. Versions 0-2 have hard limits: a first message larger than the limit is cut at the
-  limit, the partial message by which old clients recognise a message too large for their fetch size.
+  Kafka's default `fetch.max.bytes`, 55 MiB), partitions read in request order. From v3 the first partition with
+  data returns at least one batch even when it exceeds the limits (KIP-74); later partitions only what fits.
+  Versions 0-2 have hard limits: a first message larger than the limit is cut at the limit, the partial message
+  by which old clients recognise a message too large for their fetch size.
 - Long polling: the answer is sent at once if `max_wait_ms` <= 0, if at least `min_bytes` are available, or if a
   partition hit an error or a diverging epoch; otherwise the handler waits (`broker.wait_for_append`, woken by
   appends, never polling) until `min_bytes` are there or `max_wait_ms` has passed, then reads again. Partitions of
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,6 +47,7 @@ from ..protocol.records.compression import DEFAULT_MAX_UNCOMPRESSED_SIZE, Compre
 from ..protocol.records.convert import batches_to_legacy
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 from ..protocol.records.legacy import encode_messages
+from ..protocol.wire import ZERO_UUID
 from ..storage import OffsetOutOfRangeError
 from .list_offsets import leader_epoch_error
 
@@ -60,8 +60,7 @@ MAX_VERSION = 18
 
 READ_COMMITTED = 1
 INT32_MAX = 2**31 - 1
-DEFAULT_FETCH_MAX_BYTES = 57_671_680  # fetch.max.bytes
-_ZERO_UUID = uuid.UUID(int=0)
+FETCH_MAX_BYTES = 57_671_680  # Kafka's default fetch.max.bytes
 
 TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
@@ -97,7 +96,7 @@ async def handle(ctx: RequestContext, request) -> FetchResponse:
         now_ms=broker.now_ms())
     partitions = context.partitions()
     _resolve_topic_ids(broker, partitions)
-    reads = await _read_when_ready(broker, request, partitions, _limits(broker, request, version))
+    reads = await _read_when_ready(broker, request, partitions, _limits(request, version))
     error, session_id, selected = context.respond([(read.request, read.data, read) for read in reads],
                                                   broker.now_ms())
     topics = _group_by_topic([_finish(broker, version, result[2]) for result in selected])
@@ -114,7 +113,7 @@ def _requested_partitions(broker, request, version: int) -> list[PartitionReques
             info = broker.topic_by_id(topic.topic_id)
             name, topic_id = (info.name if info else None), topic.topic_id
         else:
-            name, topic_id = topic.topic, _ZERO_UUID  # names only: no id to check against the topic's
+            name, topic_id = topic.topic, ZERO_UUID  # names only: no id to check against the topic's
         for partition in topic.partitions:
             wanted[(topic_id if version >= 13 else name, partition.partition)] = PartitionRequest(
                 topic=name, topic_id=topic_id, partition=partition.partition, fetch_offset=partition.fetch_offset,
@@ -140,9 +139,8 @@ def _resolve_topic_ids(broker, partitions: list[PartitionRequest]) -> None:
                 partition.topic = info.name
 
 
-def _limits(broker, request, version: int) -> _Limits:
-    fetch_max_bytes = getattr(broker.config, "fetch_max_bytes", None) or DEFAULT_FETCH_MAX_BYTES
-    max_bytes = min(request.max_bytes if version >= 3 else INT32_MAX, fetch_max_bytes)
+def _limits(request, version: int) -> _Limits:
+    max_bytes = min(request.max_bytes if version >= 3 else INT32_MAX, FETCH_MAX_BYTES)
     return _Limits(max_bytes=max_bytes, min_bytes=min(request.min_bytes, max_bytes), hard=version <= 2,
                    read_committed=version >= 4 and request.isolation_level == READ_COMMITTED)
 
@@ -230,7 +228,7 @@ def _read_partition(broker, request: PartitionRequest, remaining: int, first_bat
 
 
 def _partition_problem(broker, request: PartitionRequest) -> ErrorCode | None:
-    if request.topic_id != _ZERO_UUID:
+    if request.topic_id != ZERO_UUID:
         info = broker.topic(request.topic)
         if info is not None and info.topic_id != request.topic_id:  # deleted and created again since
             return ErrorCode.INCONSISTENT_TOPIC_ID

@@ -37,20 +37,16 @@ Coordinator = FindCoordinatorResponse.Coordinator
 
 async def handle(ctx: RequestContext, request) -> FindCoordinatorResponse:
     coordinator_of(ctx.broker)  # a client's first group request follows: have the coordinator loading already
-    host, port = ctx.broker.advertised_endpoint(ctx.listener_host, ctx.listener_port)
-    node = (ctx.broker.node_id, host, port)
     error = ErrorCode.NONE if request.key_type in SERVED_KEY_TYPES else ErrorCode.INVALID_REQUEST
+    if error is ErrorCode.NONE:
+        node_id = ctx.broker.node_id
+        host, port = ctx.broker.advertised_endpoint(ctx.listener_host, ctx.listener_port)
+    else:
+        node_id, host, port = NO_NODE
     if ctx.api_version >= 4:
-        return FindCoordinatorResponse(coordinators=[_answer(key, error, node) for key in request.coordinator_keys])
-    node_id, host, port = node if error is ErrorCode.NONE else NO_NODE
+        message = "" if error is ErrorCode.NONE else error.message
+        return FindCoordinatorResponse(coordinators=[
+            Coordinator(key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=message)
+            for key in request.coordinator_keys])
     message = SUCCESS_MESSAGE if error is ErrorCode.NONE else error.message
     return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node_id, host=host, port=port)
-
-
-def _answer(key: str, error: ErrorCode, node: tuple[int, str, int]):
-    if error is not ErrorCode.NONE:
-        node_id, host, port = NO_NODE
-        return Coordinator(key=key, node_id=node_id, host=host, port=port, error_code=error,
-                           error_message=error.message)
-    node_id, host, port = node
-    return Coordinator(key=key, node_id=node_id, host=host, port=port, error_code=ErrorCode.NONE, error_message="")

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import MetadataResponse
+from ..protocol.wire import ZERO_UUID
 from ..storage import StorageError
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def _uses_ids_too_early(request, version: int) -> bool:
     """Versions 10 and 11 have the topic id field but Kafka refuses requests that use it."""
     if version >= 12 or not request.topics:
         return False
-    return any(topic.name is None or topic.topic_id != uuid.UUID(int=0) for topic in request.topics)
+    return any(topic.name is None or topic.topic_id != ZERO_UUID for topic in request.topics)
 
 
 def _invalid_request_response(request) -> MetadataResponse:
@@ -105,8 +106,7 @@ def _requested_topics(ctx: RequestContext, request, version: int) -> list:
     wanted = request.topics
     if wanted is None or (version == 0 and not wanted):
         return [_describe(broker, info) for _, info in sorted(broker.topics().items())]
-    zero = uuid.UUID(int=0)
-    ids = list(dict.fromkeys(topic.topic_id for topic in wanted if topic.topic_id != zero))
+    ids = list(dict.fromkeys(topic.topic_id for topic in wanted if topic.topic_id != ZERO_UUID))
     if ids:
         return _topics_by_id(broker, ids)
     allow_creation = _auto_creation_allowed(broker, request, version)
@@ -177,7 +177,7 @@ def _setting(config, name: str, default):
 
 
 def _missing(name: str, error: ErrorCode):
-    return Topic(error_code=error, name=name, topic_id=uuid.UUID(int=0), is_internal=topic_names.is_internal(name),
+    return Topic(error_code=error, name=name, topic_id=ZERO_UUID, is_internal=topic_names.is_internal(name),
                  partitions=[])
 
 
@@ -194,4 +194,4 @@ def _describe(broker, info):
                                     leader_epoch=broker.leader_epoch(info.name, index), replica_nodes=[node],
                                     isr_nodes=[node], offline_replicas=[]))
     return Topic(error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
-                 is_internal=info.is_internal or topic_names.is_internal(info.name), partitions=partitions)
+                 is_internal=info.is_internal, partitions=partitions)

@@ -66,7 +66,7 @@ async def handle(ctx: RequestContext, request) -> OffsetCommitResponse:
         for p, partition in enumerate(topic.partitions):
             if error is not None:
                 answers[t][p] = error
-            elif not 0 <= partition.partition_index < ctx.broker.topic(name).partitions:
+            elif not ctx.broker.has_partition(name, partition.partition_index):
                 answers[t][p] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted.append(_Wanted(t, p, partition, name, topic_id))

@@ -75,7 +75,6 @@ def _group_error(coordinator, store, group_id: str) -> ErrorCode:
 
 
 def _partition_error(broker, topic: str, index: int, subscribed: bool) -> ErrorCode:
-    info = broker.topic(topic)
-    if info is None or not 0 <= index < info.partitions:
+    if not broker.has_partition(topic, index):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else ErrorCode.NONE

@@ -114,7 +114,7 @@ def _partition(ctx: RequestContext, store, group_id: str, topic: str, index: int
     committed = store.fetch(group_id, [(topic, index)]).get((topic, index))
     if committed is not None:
         return _Partition(index, committed.offset, committed.leader_epoch, committed.metadata)
-    if ctx.api_version == 0 and not _exists(ctx.broker, topic, index):
+    if ctx.api_version == 0 and not ctx.broker.has_partition(topic, index):
         return _Partition(index, error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return _Partition(index)
 
@@ -136,9 +136,6 @@ def _all_partitions(ctx: RequestContext, store, group_id: str, require_stable: b
     return topics
 
 
-def _exists(broker, topic: str, index: int) -> bool:
-    info = broker.topic(topic)
-    return info is not None and 0 <= index < info.partitions
 
 
 def _topic_v0(topic: _Topic):

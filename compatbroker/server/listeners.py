@@ -16,7 +16,6 @@ from ..config import Endpoint, format_host_port
 
 _BACKLOG = socket.SOMAXCONN
 _PORT_ZERO_ATTEMPTS = 5
-_WILDCARDS = ("", "0.0.0.0", "::")
 
 
 class ListenError(OSError):
@@ -28,10 +27,6 @@ class BoundListener:
     endpoint: Endpoint                       # as configured
     port: int                                # the port actually bound
     sockets: list[socket.socket] = field(default_factory=list)
-
-    @property
-    def is_wildcard(self) -> bool:
-        return self.endpoint.host in _WILDCARDS
 
     def display(self) -> str:
         """`host:port` as printed by `compatbroker serve`."""

@@ -135,7 +135,7 @@ class BrokerRuntime:
         """`host:port` of the first listener, the address clients bootstrap from."""
         bound = self.server.listeners[0]
         host = bound.endpoint.host
-        if host in ("", "0.0.0.0", "::", "localhost"):
+        if bound.endpoint.is_wildcard or host == "localhost":
             host = "127.0.0.1"
         return format_host_port(host, bound.port)
 
@@ -144,11 +144,7 @@ def registry_for(release: str | None) -> Mapping[int, ModuleType] | None:
     """The handler registry emulating Kafka `release` (None: the default registry, which the server picks)."""
     if release is None:
         return None
-    try:
-        from ..emulation import RELEASES, emulated_registry
-    except ImportError:
-        raise StartupError("--emulate needs the compatbroker.emulation package, which this installation lacks") \
-            from None
+    from ..emulation import RELEASES, emulated_registry
     if release not in RELEASES:
         raise StartupError(f"--emulate: unknown Kafka release {release!r}; known: {', '.join(RELEASES)}")
     from ..handlers import default_registry

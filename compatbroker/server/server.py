@@ -157,7 +157,7 @@ class Server:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # responses are whole frames: send now
             # A wildcard listener advertises the address the client reached, which the client can route to.
-            host = sock.getsockname()[0] if bound.is_wildcard else bound.endpoint.host
+            host = sock.getsockname()[0] if bound.endpoint.is_wildcard else bound.endpoint.host
             connection = Connection(sock, self.broker, self.handlers, listener_host=host, listener_port=bound.port,
                                     injector=self.injector)
         except OSError as exc:

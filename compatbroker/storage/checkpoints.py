@@ -46,15 +46,18 @@ def fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Replace `path` with `text`: temp file, fsync, rename, fsync of the directory."""
+def write_atomically(path: str, data: str | bytes, *, sync: bool = True) -> None:
+    """Replace `path` with `data` (text as UTF-8): temp file, fsync, rename, fsync of the directory. Without `sync`
+    the fsyncs are left to the caller: readers still never see a half-written file."""
     temp = path + ".tmp"
-    with open(temp, "w", encoding="utf-8") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
+    with open(temp, "wb") as out:
+        out.write(data.encode() if isinstance(data, str) else data)
+        if sync:
+            out.flush()
+            os.fsync(out.fileno())
     os.replace(temp, path)
-    fsync_directory(os.path.dirname(os.path.abspath(path)))
+    if sync:
+        fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 class CheckpointFile:

@@ -308,11 +308,9 @@ class Log:
                     fsync_directory(self.directory)  # a file created since: its name must survive a crash
                 except FileNotFoundError:
                     return  # the partition was deleted meanwhile
-            if target > start:
-                with self._offsets_lock:
-                    if truncations == self._flush.truncations:
-                        self.recovery_point = max(self.recovery_point, target)
             with self._offsets_lock:
+                if target > start and truncations == self._flush.truncations:
+                    self.recovery_point = max(self.recovery_point, target)
                 rolled = self._flush.rolled_up_to
                 if rolled is not None and rolled <= self.recovery_point:
                     self._flush.rolled_up_to = None

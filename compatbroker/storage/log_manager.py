@@ -58,6 +58,22 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return topic, int(number)
 
 
+def _write_log_start_offsets(data_dir: str, logs: dict[TopicPartition, Log]) -> None:
+    write_offsets(os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT),
+                  {tp: log.log_start_offset for tp, log in logs.items() if log.log_start_offset > 0})
+
+
+def write_checkpoints(data_dir: str, logs: dict[TopicPartition, Log],
+                      first_dirty_offsets: dict[TopicPartition, int]) -> None:
+    """Write the recovery points, log start offsets and cleaner offsets of `logs`. Safe in an executor thread
+    given copies of the manager's dicts (the loop may add a partition meanwhile)."""
+    write_offsets(os.path.join(data_dir, RECOVERY_POINT_CHECKPOINT),
+                  {tp: log.recovery_point for tp, log in logs.items()})
+    _write_log_start_offsets(data_dir, logs)
+    write_offsets(os.path.join(data_dir, CLEANER_OFFSET_CHECKPOINT),
+                  {tp: offset for tp, offset in first_dirty_offsets.items() if tp in logs})
+
+
 class LogManager:
     def __init__(self, data_dir: str, *, broker_properties: dict | None = None, cluster_id: str | None = None,
                  node_id: int = 1):
@@ -169,13 +185,7 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write the recovery points, log start offsets and cleaner offsets of every partition."""
-        logs = self.logs
-        write_offsets(os.path.join(self.data_dir, RECOVERY_POINT_CHECKPOINT),
-                      {tp: log.recovery_point for tp, log in logs.items()})
-        write_offsets(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT),
-                      {tp: log.log_start_offset for tp, log in logs.items() if log.log_start_offset > 0})
-        write_offsets(os.path.join(self.data_dir, CLEANER_OFFSET_CHECKPOINT),
-                      {tp: offset for tp, offset in self.first_dirty_offsets.items() if tp in logs})
+        write_checkpoints(self.data_dir, self.logs, self.first_dirty_offsets)
 
     # --- topics and partitions ------------------------------------------------------------------------------------
 
@@ -258,8 +268,7 @@ class LogManager:
         at once: records a client deleted must not come back after a crash. Returns the new log start offset."""
         log = self.logs[(topic, partition)]
         start = log.delete_records(offset, now_ms=now_ms)
-        write_offsets(os.path.join(self.data_dir, LOG_START_OFFSET_CHECKPOINT),
-                      {tp: other.log_start_offset for tp, other in self.logs.items() if other.log_start_offset > 0})
+        _write_log_start_offsets(self.data_dir, self.logs)
         return start
 
     def run_retention(self, now_ms: int) -> int:

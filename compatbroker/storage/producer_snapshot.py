@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from .checkpoints import fsync_directory
+from .checkpoints import write_atomically
 from .errors import CorruptSnapshotError
 
 VERSION = 1
@@ -97,15 +97,7 @@ def write_snapshot(path: str, entries: list[SnapshotEntry], *, sync: bool) -> No
     """Write a snapshot file. With `sync`, the file and its directory entry are durable on return; without, the
     caller fsyncs the file later (see `fsync_file`) and a crash before that at worst leaves a file that fails
     its CRC or is missing."""
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as target:
-        target.write(encode_snapshot(entries))
-        if sync:
-            target.flush()
-            os.fsync(target.fileno())
-    os.replace(temporary, path)
-    if sync:
-        fsync_directory(os.path.dirname(path))
+    write_atomically(path, encode_snapshot(entries), sync=sync)
 
 
 def fsync_file(path: str) -> None:

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from ..protocol.records.batch import BatchHeader, iter_records
+from ..protocol.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader, iter_records
 from ..protocol.records.control import TransactionMarker, parse_control_record
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError
 from .errors import (CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError,
@@ -42,8 +42,6 @@ from .producer_snapshot import (SnapshotEntry, delete_snapshot, fsync_file, read
 from .validator import CLIENT
 
 NUM_BATCHES_TO_RETAIN = 5
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
 _SEQUENCE_MODULUS = 2**31  # sequences are int32s that wrap from 2147483647 to 0
 _MAX_CONTROL_BATCH = 1 << 20
 

@@ -26,7 +26,8 @@ class BrokerError(AssertionError):
 
 
 class BrokerProcess:
-    """One broker subprocess over one data directory; `restart()` keeps the directory (and the port)."""
+    """One broker subprocess over one data directory; `restart()` keeps the directory (and the port). As a context
+    manager it is started on entry and stopped (SIGTERM, with stop()'s checks) on exit."""
 
     def __init__(self, data_dir: Path, settings: dict[str, str] | None = None, listen: str = "127.0.0.1:0"):
         self.data_dir = Path(data_dir)
@@ -102,6 +103,13 @@ class BrokerProcess:
         if len(self._stdout_lines) > 1:
             raise BrokerError(f"the broker printed more than its one stdout line: {self._stdout_lines}")
         return code
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        if self.proc is not None:  # a failed restart may have left it stopped
+            self.stop()
 
     def restart(self, *, hard: bool = False) -> BrokerProcess:
         """Stops (SIGTERM, or SIGKILL with `hard`) and starts again on the same data directory and port."""

@@ -1,7 +1,10 @@
-"""Checks shared by the compat tests: reading back exactly what was produced, and what the broker stored."""
+"""Checks shared by the compat tests: reading back exactly what was produced, what the broker stored, and what a
+consumer starting at the latest offset reads."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 
 from .broker_process import BrokerProcess
 from .clients.kafka_python_client import KafkaPythonClient
@@ -37,3 +40,34 @@ def assert_stored_as(broker: BrokerProcess, topic: str, count: int, *, codec: in
         assert producer_ids == {-1}, "a producer was idempotent although configured not to be"
     if codec is not None:
         assert {b.codec for b in batches} == {codec}, f"codecs on disk {sorted({b.codec for b in batches})}"
+
+
+def first_new_record(reference: KafkaPythonClient, broker: BrokerProcess, topic: str,
+                     consume_latest: Callable[[], list[Consumed]]) -> Consumed:
+    """The record `consume_latest` (a consumer of one record, starting at the latest offset) returns. When it has
+    positioned itself is its client's business, so new records (`new-<n>`) are produced, paced, until it returns."""
+    outcome: dict = {}
+    consumer = threading.Thread(target=call_into, args=(outcome, consume_latest), daemon=True)
+    consumer.start()
+    producer = reference.producer(broker.bootstrap)
+    try:
+        sent = 0
+        while consumer.is_alive() and sent < 60:
+            producer.send(topic, value=f"new-{sent}".encode()).get(timeout=10)
+            sent += 1
+            consumer.join(timeout=0.5)  # paces the new records; the loop ends as soon as the consumer returns
+    finally:
+        producer.close(timeout=5)
+    consumer.join(timeout=30)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"][0]
+
+
+def call_into(outcome: dict, call, *args, **kwargs) -> None:
+    """A thread's target: runs `call`, keeping its "result" or "error" and the time it "finished" in `outcome`."""
+    try:
+        outcome["result"] = call(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - re-raised by the test
+        outcome["error"] = exc
+    outcome["finished"] = time.monotonic()

@@ -2,9 +2,10 @@
 
 - `broker`: one broker for the session (1 partition per auto-created topic, message.max.bytes raised for the 1 MiB
   record). Tests use their own topics, so they do not see each other's records.
-- `partitioned_broker`: the same with num.partitions=10 (auto-creation is the only way to make topics until
-  CreateTopics exists, and it takes num.partitions).
+- `partitioned_broker`: the same with num.partitions=10, so that the topics the clients auto-create have ten
+  partitions.
 - `fresh_broker`: a broker of the test's own, for restarts.
+- `client`: each client of clients.CLIENT_NAMES in turn; `each_client` adds sarama (clients.ALL_CLIENT_NAMES).
 Every broker is stopped with SIGTERM at teardown, which must make it exit 0 within 5 s.
 """
 from __future__ import annotations
@@ -22,48 +23,41 @@ from .records import MAX_MESSAGE_BYTES
 BROKER_SETTINGS = {"message.max.bytes": str(MAX_MESSAGE_BYTES)}
 
 
-def _running(path, settings):
-    broker = BrokerProcess(path, settings).start()
-    try:
-        yield broker
-    finally:
-        if broker.proc is not None:
-            broker.stop()
-
-
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):
-    yield from _running(tmp_path_factory.mktemp("broker") / "data", BROKER_SETTINGS)
+    with BrokerProcess(tmp_path_factory.mktemp("broker") / "data", BROKER_SETTINGS) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
 def partitioned_broker(tmp_path_factory):
-    yield from _running(tmp_path_factory.mktemp("broker10") / "data", BROKER_SETTINGS | {"num.partitions": "10"})
+    with BrokerProcess(tmp_path_factory.mktemp("broker10") / "data",
+                       BROKER_SETTINGS | {"num.partitions": "10"}) as running:
+        yield running
 
 
 @pytest.fixture
 def fresh_broker(tmp_path):
-    yield from _running(tmp_path / "data", BROKER_SETTINGS)
+    with BrokerProcess(tmp_path / "data", BROKER_SETTINGS) as running:
+        yield running
 
 
 @pytest.fixture(params=clients.CLIENT_NAMES)
 def client(request) -> clients.ClientAdapter:
     """The client under test; missing clients fail with the command that installs them."""
-    return _load_or_fail(request.param)
+    return clients.load_or_fail(request.param)
+
+
+@pytest.fixture(params=clients.ALL_CLIENT_NAMES)
+def each_client(request) -> clients.ClientAdapter:
+    """`client` with sarama too, for the flows its adapter can take part in."""
+    return clients.load_or_fail(request.param)
 
 
 @pytest.fixture(scope="session")
 def reference() -> KafkaPythonClient:
     """kafka-python: writes the records a consumer test reads, and reads back what a producer test wrote."""
-    return _load_or_fail("kafka-python")
-
-
-def _load_or_fail(name: str) -> clients.ClientAdapter:
-    try:
-        return clients.load(name)
-    except clients.MissingClient as exc:
-        missing = str(exc)
-    pytest.fail(missing, pytrace=False)
+    return clients.load_or_fail("kafka-python")
 
 
 @pytest.fixture

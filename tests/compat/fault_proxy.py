@@ -33,7 +33,8 @@ _CORRELATION = struct.Struct(">i")
 
 
 class FaultProxy:
-    """Listens on 127.0.0.1 (port chosen at bind time); `start(host, port)` begins relaying to the broker."""
+    """Listens on 127.0.0.1 (port chosen at bind time); `start(host, port)` begins relaying to the broker. As a
+    context manager it is closed on exit."""
 
     def __init__(self, *, every: int = 0, kinds: tuple[str, ...] = FAULT_KINDS):
         self.every = every
@@ -55,6 +56,12 @@ class FaultProxy:
         self._upstream = (host, port)
         threading.Thread(target=self._accept, name="fault-proxy accept", daemon=True).start()
         return self
+
+    def __enter__(self) -> FaultProxy:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     def close(self) -> None:
         self._closed = True
@@ -105,6 +112,11 @@ class FaultProxy:
     def _forget(self, relay: _Relay) -> None:
         with self._lock:
             self._connections.discard(relay)
+
+
+def advertising(proxy: FaultProxy) -> dict[str, str]:
+    """The broker setting that sends clients back through `proxy` after their first Metadata request."""
+    return {"advertised.listeners": f"PLAINTEXT://{proxy.bootstrap}"}
 
 
 class _Relay:

@@ -11,9 +11,8 @@ import subprocess
 import pytest
 
 from . import clients
-from .records import MAX_MESSAGE_BYTES, assert_same, numbered, stored_batches
+from .records import CODEC_IDS, CODECS, MAX_MESSAGE_BYTES, assert_same, numbered, stored_batches
 
-CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 TIMEOUT_S = 20
 
 
@@ -212,10 +211,7 @@ def test_kafkajs_describe_and_alter_configs(fresh_broker, reference, topic):
 def test_sarama_describes_alters_and_keeps_topic_configs(fresh_broker, reference, topic):
     """sarama 1.22's ClusterAdmin sends DescribeConfigs v0 (is_default instead of a source) and AlterConfigs v0, whose
     new set of overrides replaces the old one. It reports a resource's error only when the broker adds a message."""
-    try:
-        sarama = clients.load("sarama")
-    except clients.MissingClient as exc:
-        pytest.fail(str(exc), pytrace=False)
+    sarama = clients.load_or_fail("sarama")
     bootstrap = fresh_broker.bootstrap
     create(bootstrap, reference, topic)
 
@@ -272,6 +268,6 @@ def test_topics_recompress_what_producers_send_and_every_client_reads_it_back(br
             ConfigEntry("compression.type", codec, incremental_operation=AlterConfigOpType.SET)])]))
         reference.produce(broker.bootstrap, name, sent, compression=produced_with)
         stored = stored_batches(broker.segment_files(name, 0))
-        assert {batch.codec for batch in stored[1:]} == {CODECS[codec]}  # the seed record predates the config
+        assert {batch.codec for batch in stored[1:]} == {CODEC_IDS[codec]}  # the seed record predates the config
         got = client.consume(broker.bootstrap, name, len(sent) + 1, timeout_s=TIMEOUT_S)
         assert_same(sent, got[1:])

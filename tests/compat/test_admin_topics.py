@@ -77,14 +77,6 @@ main().catch(e => {
 """
 
 
-def _load(name: str):
-    try:
-        return clients.load(name)
-    except clients.MissingClient as exc:
-        missing = str(exc)
-    pytest.fail(missing, pytrace=False)
-
-
 def partition_dirs(broker, topic: str) -> list[str]:
     """The partition directories of `topic` in the broker's data directory, `-delete` ones included."""
     return sorted(entry.name for entry in broker.data_dir.iterdir() if entry.name.rpartition("-")[0] == topic
@@ -103,7 +95,7 @@ def kcat_topics(broker) -> dict[str, int]:
 
 @pytest.fixture
 def kafka_python_admin(broker):
-    _load("kafka-python")
+    clients.load_or_fail("kafka-python")
     from kafka import KafkaAdminClient
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id=f"compat-admin-{uuid.uuid4().hex[:6]}",
                              request_timeout_ms=15000)
@@ -192,7 +184,7 @@ def test_a_deleted_topic_comes_back_empty(broker, reference, kafka_python_admin,
 
 @pytest.fixture
 def confluent_admin(broker):
-    _load("confluent-kafka")
+    clients.load_or_fail("confluent-kafka")
     from confluent_kafka.admin import AdminClient
     return AdminClient({"bootstrap.servers": broker.bootstrap, "broker.address.family": "v4"})
 
@@ -253,7 +245,7 @@ def test_confluent_kafka_sees_kafkas_errors(broker, confluent_admin, topic):
 # --- kafkajs ----------------------------------------------------------------------------------------------------------
 
 def test_kafkajs_admin(broker, topic, tmp_path):
-    adapter = _load("kafkajs")
+    adapter = clients.load_or_fail("kafkajs")
     script = tmp_path / "kafkajs_admin.js"
     script.write_text(KAFKAJS_ADMIN_SCRIPT)
     done = subprocess.run([adapter.node, str(script)], input=json.dumps({"brokers": broker.bootstrap,
@@ -283,7 +275,7 @@ TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 36, 37, 3
 
 
 def test_aiokafka_creates_grows_trims_and_deletes_a_topic(broker, reference, topic):
-    _load("aiokafka")
+    clients.load_or_fail("aiokafka")
     out = asyncio.run(_aiokafka_admin_session(broker.bootstrap, topic, reference))
     assert out["created"] == [(topic, 0)]
     assert out["again"] == [(topic, TOPIC_ALREADY_EXISTS)]
@@ -353,7 +345,7 @@ UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION = 3, 17
 def test_sarama_creates_grows_trims_and_deletes_a_topic(broker, reference, topic):
     """sarama 1.22's ClusterAdmin with its 2.1 protocol: CreateTopics v2, CreatePartitions v0, DeleteRecords v0,
     Metadata v5 (and v0 to list), DescribeConfigs v0, DeleteTopics v1."""
-    sarama = _load("sarama")
+    sarama = clients.load_or_fail("sarama")
     calls = [
         {"call": "create_topic", "topic": topic, "partitions": 3, "replication": 1,
          "configs": {"retention.ms": "3600000"}},
@@ -491,7 +483,7 @@ def _split(members: list[_Member], partitions: set[int]) -> bool:
 
 @pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
 def test_a_group_rebalances_onto_added_partitions(broker, reference, kafka_python_admin, topic, client):
-    _load(client)
+    clients.load_or_fail(client)
     kafka_python_admin.create_topics({topic: {"num_partitions": 2}})
     changed = threading.Condition()
     members = [_Member(client, broker.bootstrap, topic, f"group.{topic}", changed) for _ in range(2)]

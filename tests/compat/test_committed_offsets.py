@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import clients
 from .broker_process import BrokerProcess
-from .clients import ALL_CLIENT_NAMES
 from .clients.base import next_offsets
 from .records import MAX_MESSAGE_BYTES, Record
 
@@ -27,20 +25,8 @@ def offsets_broker(tmp_path_factory):
     """Three partitions per topic, and no delay before the first rebalance of a group (Kafka's default waits 3 s)."""
     settings = {"message.max.bytes": str(MAX_MESSAGE_BYTES), "num.partitions": str(len(PARTITIONS)),
                 "group.initial.rebalance.delay.ms": "0"}
-    broker = BrokerProcess(tmp_path_factory.mktemp("offsets") / "data", settings).start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
-
-
-@pytest.fixture(params=ALL_CLIENT_NAMES)
-def offsets_client(request) -> clients.ClientAdapter:
-    try:
-        return clients.load(request.param)
-    except clients.MissingClient as exc:
-        missing = str(exc)
-    pytest.fail(missing, pytrace=False)
+    with BrokerProcess(tmp_path_factory.mktemp("offsets") / "data", settings) as running:
+        yield running
 
 
 def positions(records) -> set[tuple[int, int]]:
@@ -56,22 +42,22 @@ def assert_committed(client, reference, broker, group: str, topic: str, expected
     assert reference.group_offsets(broker.bootstrap, group) == {(topic, p): o for p, o in expected.items()}
 
 
-def test_commit_read_back_and_resume(offsets_client, reference, offsets_broker, topic):
+def test_commit_read_back_and_resume(each_client, reference, offsets_broker, topic):
     broker, group = offsets_broker, f"group.{topic}"
     sent = [Record(None, f"p{p}-{i}".encode(), partition=p) for i in range(PER_PARTITION) for p in PARTITIONS]
     reference.produce(broker.bootstrap, topic, sent)
     everything = {(p, o) for p in PARTITIONS for o in range(PER_PARTITION)}
-    assert_committed(offsets_client, reference, broker, group, topic, {})
+    assert_committed(each_client, reference, broker, group, topic, {})
 
-    first = offsets_client.group_consume(broker.bootstrap, topic, group, FIRST_READ)
+    first = each_client.group_consume(broker.bootstrap, topic, group, FIRST_READ)
     assert len(positions(first)) == FIRST_READ, "a record was read twice"
     for partition in PARTITIONS:  # without committed offsets, each partition is read from its first record
         read = sorted(o for p, o in positions(first) if p == partition)
         assert read == list(range(len(read))), f"partition {partition}: offsets {read}"
-    assert_committed(offsets_client, reference, broker, group, topic, next_offsets(first))
+    assert_committed(each_client, reference, broker, group, topic, next_offsets(first))
 
-    rest = offsets_client.group_consume(broker.bootstrap, topic, group, len(sent) - FIRST_READ)
+    rest = each_client.group_consume(broker.bootstrap, topic, group, len(sent) - FIRST_READ)
     assert not positions(first) & positions(rest), "the second session read committed records again"
     assert positions(first) | positions(rest) == everything
     assert {(r.partition, r.value) for r in first + rest} == {(r.partition, r.value) for r in sent}
-    assert_committed(offsets_client, reference, broker, group, topic, {p: PER_PARTITION for p in PARTITIONS})
+    assert_committed(each_client, reference, broker, group, topic, {p: PER_PARTITION for p in PARTITIONS})

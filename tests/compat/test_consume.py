@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from .checks import call_into, first_new_record
 from .records import (
     CODECS,
     EARLIEST,
@@ -79,23 +80,8 @@ def test_start_at_latest(client, reference, broker, topic):
     happens is the client's business, so new records are produced until the consumer reports one; it must never
     report one of the old ones."""
     reference.produce(broker.bootstrap, topic, numbered(10, "old"))
-    outcome = {}
-    consumer = threading.Thread(target=_into, args=(outcome, client.consume, broker.bootstrap, topic, 1),
-                                kwargs={"start": LATEST, "timeout_s": 30}, daemon=True)
-    consumer.start()
-    producer = reference.producer(broker.bootstrap)
-    try:
-        sent = 0
-        while consumer.is_alive() and sent < 60:
-            producer.send(topic, value=f"new-{sent}".encode()).get(timeout=10)
-            sent += 1
-            consumer.join(timeout=0.5)  # paces the new records; the loop ends as soon as the consumer returns
-    finally:
-        producer.close(timeout=5)
-    consumer.join(timeout=30)
-    if "error" in outcome:
-        raise outcome["error"]
-    first = outcome["result"][0]
+    first = first_new_record(reference, broker, topic,
+                             lambda: client.consume(broker.bootstrap, topic, 1, start=LATEST, timeout_s=30))
     assert first.value.startswith(b"new-") and first.offset >= 10, f"got an old record: {first.short()}"
 
 
@@ -104,7 +90,7 @@ def test_long_poll(client, reference, broker, topic):
     fetch wait (20 s here) runs out; while it waits, the broker holds its fetch instead of answering it empty."""
     assert reference.partitions_for(broker.bootstrap, topic) == {0}  # the topic exists, empty
     outcome = {}
-    consumer = threading.Thread(target=_into, args=(outcome, client.consume, broker.bootstrap, topic, 1),
+    consumer = threading.Thread(target=call_into, args=(outcome, client.consume, broker.bootstrap, topic, 1),
                                 kwargs={"start": EARLIEST, "timeout_s": 45, "fetch_wait_ms": 20_000}, daemon=True)
     cpu_before = broker.cpu_seconds()
     consumer.start()
@@ -142,11 +128,3 @@ def test_list_offsets(client, reference, broker, topic):
     # After the newest record Kafka answers offset -1; kafkajs' admin client turns that into the latest offset.
     expected = 10 if client.name == "kafkajs" else None
     assert client.list_offsets(broker.bootstrap, topic, 0, base + 60_000)[2] == expected
-
-
-def _into(outcome: dict, call, *args, **kwargs) -> None:
-    try:
-        outcome["result"] = call(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - re-raised by the test
-        outcome["error"] = exc
-    outcome["finished"] = time.monotonic()

@@ -16,7 +16,7 @@ from compatbroker.handlers import default_registry
 from . import clients
 from .broker_process import BrokerProcess
 from .conftest import BROKER_SETTINGS
-from .fault_proxy import FaultProxy
+from .fault_proxy import FaultProxy, advertising
 from .records import assert_same, numbered
 
 RELEASES = ("2.8", "4.3")
@@ -38,15 +38,10 @@ class EmulatingBroker(BrokerProcess):
 def emulated(request, tmp_path_factory):
     """(release, broker, proxy): a broker emulating the release, reached through the request log."""
     release = request.param
-    proxy = FaultProxy()  # no faults: it only logs the requests
-    settings = BROKER_SETTINGS | {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}
-    broker = EmulatingBroker(tmp_path_factory.mktemp(f"emulate{release}") / "data", settings, release).start()
-    proxy.start(broker.host, broker.port)
-    try:
-        yield release, broker, proxy
-    finally:
-        proxy.close()
-        broker.stop()
+    data_dir = tmp_path_factory.mktemp(f"emulate{release}") / "data"
+    with (FaultProxy() as proxy,  # no faults: it only logs the requests
+          EmulatingBroker(data_dir, BROKER_SETTINGS | advertising(proxy), release) as broker):
+        yield release, broker, proxy.start(broker.host, broker.port)
 
 
 def served_ranges(release: str) -> dict[int, tuple[int, int]]:
@@ -75,7 +70,7 @@ def _used(requests, api_key: int) -> set[int]:
 @pytest.mark.matrix(flow="emulation")
 def test_produce_and_consume_negotiated_for_the_release(client, emulated, topic):
     release, _broker, proxy = emulated
-    bootstrap = f"127.0.0.1:{proxy.port}"
+    bootstrap = proxy.bootstrap
     proxy.take()
     sent = numbered(20, f"emulated{release}")
     client.produce(bootstrap, topic, sent)
@@ -90,14 +85,9 @@ def test_produce_and_consume_negotiated_for_the_release(client, emulated, topic)
 def test_sarama_defaults_against_the_release(emulated, topic):
     """sarama's defaults (a 0.8.2 broker assumed, no ApiVersions) work against 2.8; Kafka 4.x refuses Produce v0
     (advertised, not accepted) and no longer has Fetch v0, so there the client must name a newer protocol."""
-    from .clients.sarama_client import load
-
-    try:
-        sarama = load()
-    except clients.MissingClient as exc:
-        pytest.fail(str(exc), pytrace=False)
+    sarama = clients.load_or_fail("sarama")
     release, _broker, proxy = emulated
-    bootstrap = f"127.0.0.1:{proxy.port}"
+    bootstrap = proxy.bootstrap
     sent = numbered(10, "sarama")
     proxy.take()
     if release == "2.8":

@@ -30,33 +30,22 @@ COOPERATIVE_CLIENTS = ("confluent-kafka", "kafka-python")  # aiokafka and kafkaj
 ADMIN_CLIENTS = ("kafka-python", "confluent-kafka")
 
 
-def _started(path, settings):
-    broker = BrokerProcess(path, settings).start()
-    try:
-        yield broker
-    finally:
-        if broker.proc is not None:
-            broker.stop()
-
-
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory):
-    yield from _started(tmp_path_factory.mktemp("groups") / "data", GROUP_BROKER_SETTINGS)
+    with BrokerProcess(tmp_path_factory.mktemp("groups") / "data", GROUP_BROKER_SETTINGS) as running:
+        yield running
 
 
 @pytest.fixture
 def fresh_group_broker(tmp_path):
-    yield from _started(tmp_path / "data", GROUP_BROKER_SETTINGS)
+    with BrokerProcess(tmp_path / "data", GROUP_BROKER_SETTINGS) as running:
+        yield running
 
 
 @pytest.fixture
 def group_client(request) -> clients.ClientAdapter:
     """The client under test (parametrized indirectly); a missing client fails with its install command."""
-    try:
-        return clients.load(request.param)
-    except clients.MissingClient as exc:
-        missing = str(exc)
-    pytest.fail(missing, pytrace=False)
+    return clients.load_or_fail(request.param)
 
 
 @pytest.fixture

@@ -11,21 +11,20 @@
 """
 from __future__ import annotations
 
-import socket
-import struct
 import time
 
 import pytest
 
-from compatbroker.protocol import RequestHeader, decode_response, encode_request
 from compatbroker.protocol.messages import InitProducerIdRequest, ProduceRequest
 from compatbroker.protocol.records.batch import build_batch
 
 from . import clients
 from .broker_process import BrokerProcess
 from .checks import read_exactly
-from .fault_proxy import CUT_AFTER_REQUEST, DROP_RESPONSE, FaultProxy
-from .records import MAX_MESSAGE_BYTES, stored_batches
+from .conftest import BROKER_SETTINGS
+from .fault_proxy import CUT_AFTER_REQUEST, DROP_RESPONSE, FaultProxy, advertising
+from .raw_client import RawClient
+from .records import stored_batches
 
 COUNT = 100_000
 FAULT_EVERY = 7  # produce requests between two faults
@@ -37,17 +36,10 @@ ADAPTER_BATCH_RECORDS = 100
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory):
     """A broker that advertises a fault-injecting proxy in front of it."""
-    proxy = FaultProxy(every=FAULT_EVERY)
-    settings = {"message.max.bytes": str(MAX_MESSAGE_BYTES),
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}
-    try:
-        broker = BrokerProcess(tmp_path_factory.mktemp("proxied") / "data", settings).start()
-        try:
-            yield broker, proxy.start(broker.host, broker.port)
-        finally:
-            broker.stop()
-    finally:
-        proxy.close()
+    data_dir = tmp_path_factory.mktemp("proxied") / "data"
+    with (FaultProxy(every=FAULT_EVERY) as proxy,
+          BrokerProcess(data_dir, BROKER_SETTINGS | advertising(proxy)) as broker):
+        yield broker, proxy.start(broker.host, broker.port)
 
 
 def values(count: int = COUNT) -> list[bytes]:
@@ -115,10 +107,7 @@ def test_kafka_python_idempotent_producer_under_faults(proxied, reference, topic
 
 @pytest.mark.parametrize("idempotent_client", ["aiokafka", "kcat", "kafkajs", "sarama"])
 def test_idempotent_producer_under_faults(proxied, reference, topic, idempotent_client):
-    try:
-        client = clients.load(idempotent_client)
-    except clients.MissingClient as exc:
-        pytest.fail(str(exc), pytrace=False)
+    client = clients.load_or_fail(idempotent_client)
     broker, proxy = proxied
     before = proxy.counts.copy()
     client.produce_idempotent(proxy.bootstrap, topic, values(ADAPTER_COUNT), batch_records=ADAPTER_BATCH_RECORDS,
@@ -129,23 +118,11 @@ def test_idempotent_producer_under_faults(proxied, reference, topic, idempotent_
 
 # --- a retry that spans a restart ---------------------------------------------------------------------------------
 
-class RawClient:
-    """Requests over one plain socket, encoded and decoded with compatbroker's codec."""
+class ProducerClient(RawClient):
+    """InitProducerId and Produce with batches built here, so that a test can resend one exactly."""
 
     def __init__(self, broker: BrokerProcess):
-        self.sock = socket.create_connection((broker.host, broker.port), timeout=15)
-        self.correlation_id = 0
-
-    def call(self, body, version: int):
-        self.correlation_id += 1
-        header = RequestHeader(request_api_key=body.API_KEY, request_api_version=version,
-                               correlation_id=self.correlation_id, client_id="idempotence-raw")
-        frame = encode_request(header, body)
-        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", self._read(4))
-        response_header, response = decode_response(body.API_KEY, version, self._read(size))
-        assert response_header.correlation_id == self.correlation_id
-        return response
+        super().__init__(broker, "idempotence-raw")
 
     def init_producer_id(self) -> tuple[int, int]:
         answer = self.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4)
@@ -158,17 +135,6 @@ class RawClient:
         answer = self.call(ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[data]), 9)
         return answer.responses[0].partition_responses[0]
 
-    def close(self) -> None:
-        self.sock.close()
-
-    def _read(self, count: int) -> bytes:
-        data = b""
-        while len(data) < count:
-            chunk = self.sock.recv(count - len(data))
-            assert chunk, "the broker closed the connection"
-            data += chunk
-        return data
-
 
 def batch_of(producer: tuple[int, int], sequence: int, count: int = 10) -> bytes:
     now = int(time.time() * 1000)
@@ -179,7 +145,7 @@ def batch_of(producer: tuple[int, int], sequence: int, count: int = 10) -> bytes
 @pytest.mark.parametrize("hard", [False, True], ids=["sigterm", "sigkill"])
 def test_a_retry_after_a_restart_is_recognised(fresh_broker, reference, topic, hard):
     reference.partitions_for(fresh_broker.bootstrap, topic)  # creates the topic (one partition)
-    client = RawClient(fresh_broker)
+    client = ProducerClient(fresh_broker)
     producer = client.init_producer_id()
     batches = [batch_of(producer, sequence) for sequence in range(0, 40, 10)]
     offsets = [client.produce(topic, records).base_offset for records in batches]
@@ -188,7 +154,7 @@ def test_a_retry_after_a_restart_is_recognised(fresh_broker, reference, topic, h
 
     fresh_broker.restart(hard=hard)  # the responses were "lost": the producer resends after the restart
 
-    client = RawClient(fresh_broker)
+    client = ProducerClient(fresh_broker)
     for _ in range(2):  # the last batch survives a restart in the producer state (Kafka keeps only that one)
         answer = client.produce(topic, batches[-1])
         assert (answer.error_code, answer.base_offset) == (0, offsets[-1])

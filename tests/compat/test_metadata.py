@@ -13,65 +13,41 @@ it: checked as such. test_sarama.py checks which Metadata version sarama's defau
 """
 from __future__ import annotations
 
-import pytest
-
-from . import clients
-from .clients import ALL_CLIENT_NAMES
-
-
-@pytest.fixture(params=ALL_CLIENT_NAMES)
-def metadata_client(request) -> clients.ClientAdapter:
-    """Each client in turn, sarama included; a missing client fails with its install command."""
-    try:
-        return clients.load(request.param)
-    except clients.MissingClient as exc:
-        missing = str(exc)
-    pytest.fail(missing, pytrace=False)
-
-
-def create(reference, broker, topics: dict[str, int]) -> None:
-    """The topics, with the given partition counts, through kafka-python's admin client."""
-    admin = reference.admin(broker.bootstrap)
-    try:
-        admin.create_topics({name: {"num_partitions": count} for name, count in topics.items()})
-    finally:
-        admin.close()
-
 
 def the_broker(broker) -> frozenset:
     return frozenset({(1, broker.host, broker.port)})
 
 
-def test_named_topics_with_their_partitions_and_leaders(metadata_client, broker, reference, topic):
+def test_named_topics_with_their_partitions_and_leaders(each_client, broker, reference, topic):
     three, one = f"{topic}.three", f"{topic}.one"
-    create(reference, broker, {three: 3, one: 1})
-    view = metadata_client.metadata(broker.bootstrap, [three, one])
+    reference.create_topics(broker.bootstrap, {three: 3, one: 1})
+    view = each_client.metadata(broker.bootstrap, [three, one])
     assert view.brokers == the_broker(broker)
     assert view.topics == {three: {0: 1, 1: 1, 2: 1}, one: {0: 1}}
 
 
-def test_every_topic(metadata_client, broker, reference, topic):
-    create(reference, broker, {f"{topic}.a": 2, f"{topic}.b": 5})
-    view = metadata_client.metadata(broker.bootstrap)
+def test_every_topic(each_client, broker, reference, topic):
+    reference.create_topics(broker.bootstrap, {f"{topic}.a": 2, f"{topic}.b": 5})
+    view = each_client.metadata(broker.bootstrap)
     assert view.brokers == the_broker(broker)
     assert (view.topics[f"{topic}.a"], view.topics[f"{topic}.b"]) == ({0: 1, 1: 1}, {p: 1 for p in range(5)})
     listed = {name for name in view.topics if not name.startswith("__")}  # clients differ on internal topics
     assert listed == reference.list_topics(broker.bootstrap), "the client and kafka-python see different topics"
 
 
-def test_an_unknown_topic_is_not_created_unless_allowed(metadata_client, broker, reference, topic):
+def test_an_unknown_topic_is_not_created_unless_allowed(each_client, broker, reference, topic):
     unknown = f"{topic}.unknown"
-    view = metadata_client.metadata(broker.bootstrap, [unknown])
-    if metadata_client.can_refuse_auto_creation:
+    view = each_client.metadata(broker.bootstrap, [unknown])
+    if each_client.can_refuse_auto_creation:
         assert unknown not in view.topics, "reported as a topic with partitions"
         assert unknown not in reference.list_topics(broker.bootstrap), "created although the request refused it"
     else:  # aiokafka: its request allowed creation, so the topic exists now, as with Kafka
         assert unknown in reference.list_topics(broker.bootstrap)
 
 
-def test_an_unknown_topic_is_created_when_allowed(metadata_client, broker, reference, topic):
+def test_an_unknown_topic_is_created_when_allowed(each_client, broker, reference, topic):
     new = f"{topic}.created"
-    view = metadata_client.metadata(broker.bootstrap, [new], auto_create=True)
+    view = each_client.metadata(broker.bootstrap, [new], auto_create=True)
     assert view.brokers == the_broker(broker)
     assert view.topics == {new: {0: 1}}, "the broker's num.partitions is 1"
     assert new in reference.list_topics(broker.bootstrap)

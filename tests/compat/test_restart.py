@@ -1,8 +1,6 @@
 """A broker restart between produce (acks=-1) and consume loses nothing that was acknowledged."""
 from __future__ import annotations
 
-import pytest
-
 from . import clients
 from .checks import read_exactly
 from .records import assert_same, now_ms, numbered, shapes_for_producer
@@ -21,10 +19,7 @@ def test_restart_between_produce_and_consume(client, reference, fresh_broker, to
 def test_sarama_restart_between_produce_and_consume(reference, fresh_broker, topic):
     """sarama writes with both of its protocols, magic 0 messages in Produce v0 (its default) and v2 batches in
     Produce v3 (2.1), and after the restart reads all of them back with Fetch v0, down-converted."""
-    try:
-        sarama = clients.load("sarama")
-    except clients.MissingClient as exc:
-        pytest.fail(str(exc), pytrace=False)
+    sarama = clients.load_or_fail("sarama")
     old_format, new_format = numbered(60, "magic0", key_every=7), numbered(60, "magic2", key_every=5, size=300)
     assert sarama.produce(fresh_broker.bootstrap, topic, old_format, acks=-1) == [(0, o) for o in range(60)]
     sarama.with_protocol("2.1.0").produce(fresh_broker.bootstrap, topic, new_format, acks=-1, compression="gzip")

@@ -10,15 +10,13 @@ the other flows (admin, committed offsets, idempotence, metadata, restart) is in
 """
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from . import clients
 from .broker_process import BrokerProcess
-from .checks import assert_stored_as, read_exactly
+from .checks import assert_stored_as, first_new_record, read_exactly
 from .conftest import BROKER_SETTINGS
-from .fault_proxy import FaultProxy
+from .fault_proxy import FaultProxy, advertising
 from .records import CODEC_IDS, LATEST, assert_same, numbered
 from .test_emulation import API_VERSIONS, FETCH, METADATA, PRODUCE
 
@@ -30,42 +28,28 @@ CODEC_PROTOCOL = {"gzip": (None, 0), "snappy": (None, 0), "lz4": ("0.10.0.0", 2)
 
 @pytest.fixture(scope="module")
 def sarama():
-    from .clients.sarama_client import load
-
-    try:
-        return load()
-    except clients.MissingClient as exc:
-        pytest.fail(str(exc), pytrace=False)
+    return clients.load_or_fail("sarama")
 
 
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory):
     """(broker, proxy): a broker advertising a request-logging proxy in front of it."""
-    proxy = FaultProxy()  # no faults: it only logs the requests
-    settings = BROKER_SETTINGS | {"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}
-    broker = BrokerProcess(tmp_path_factory.mktemp("sarama") / "data", settings).start()
-    proxy.start(broker.host, broker.port)
-    try:
-        yield broker, proxy
-    finally:
-        proxy.close()
-        broker.stop()
+    data_dir = tmp_path_factory.mktemp("sarama") / "data"
+    with (FaultProxy() as proxy,  # no faults: it only logs the requests
+          BrokerProcess(data_dir, BROKER_SETTINGS | advertising(proxy)) as broker):
+        yield broker, proxy.start(broker.host, broker.port)
 
 
 def _sarama_requests(proxy: FaultProxy) -> set[tuple[int, int]]:
     return {(key, version) for client_id, key, version in proxy.take() if client_id == "sarama-compat"}
 
 
-def _bootstrap(proxy: FaultProxy) -> str:
-    return f"127.0.0.1:{proxy.port}"
-
-
 @pytest.mark.matrix(flow="metadata")
 def test_metadata_v0_creates_and_describes_the_topic(sarama, proxied, topic):
     broker, proxy = proxied
     proxy.take()
-    answer = sarama.metadata_answer(_bootstrap(proxy), topic)
-    assert answer["brokers"] == [_bootstrap(proxy)]
+    answer = sarama.metadata_answer(proxy.bootstrap, topic)
+    assert answer["brokers"] == [proxy.bootstrap]
     assert answer["topics"][topic] == [0]
     sent = _sarama_requests(proxy)
     assert sent == {(METADATA, 0)}, f"sarama's defaults send Metadata v0 only, not {sorted(sent)}"
@@ -77,7 +61,7 @@ def test_produce_v0_with_each_acks(sarama, proxied, reference, topic, acks):
     broker, proxy = proxied
     sent = numbered(30, f"acks{acks}")
     proxy.take()
-    placed = sarama.produce(_bootstrap(proxy), topic, sent, acks=acks)
+    placed = sarama.produce(proxy.bootstrap, topic, sent, acks=acks)
     assert {(k, v) for k, v in _sarama_requests(proxy) if k == PRODUCE} == {(PRODUCE, 0)}
     assert_same(sent, read_exactly(reference, broker, topic, len(sent)))
     if acks != 0:
@@ -92,7 +76,7 @@ def test_produce_compressed(sarama, proxied, reference, topic, codec):
     protocol, produce_version = CODEC_PROTOCOL[codec]
     sent = numbered(200, codec, size=200)
     proxy.take()
-    sarama.with_protocol(protocol).produce(_bootstrap(proxy), topic, sent, compression=codec)
+    sarama.with_protocol(protocol).produce(proxy.bootstrap, topic, sent, compression=codec)
     assert {v for k, v in _sarama_requests(proxy) if k == PRODUCE} == {produce_version}
     assert_same(sent, read_exactly(reference, broker, topic, len(sent)))
     assert_stored_as(broker, topic, len(sent), codec=CODEC_IDS[codec])
@@ -103,7 +87,7 @@ def test_zstd_below_produce_v7_is_refused_as_kafka_does(sarama, proxied, referen
     broker, proxy = proxied
     proxy.take()
     with pytest.raises(clients.ClientError, match="compression type"):  # UNSUPPORTED_COMPRESSION_TYPE
-        sarama.with_protocol("2.1.0").produce(_bootstrap(proxy), topic, numbered(10, "zstd"), compression="zstd",
+        sarama.with_protocol("2.1.0").produce(proxy.bootstrap, topic, numbered(10, "zstd"), compression="zstd",
                                               timeout_s=10)
     assert {v for k, v in _sarama_requests(proxy) if k == PRODUCE} == {3}
     assert reference.end_offsets(broker.bootstrap, topic, [0]) == {0: 0}, "nothing may be stored"
@@ -116,7 +100,7 @@ def test_consume_from_oldest_with_fetch_v0(sarama, proxied, reference, topic):
     sent = numbered(50, "oldest", key_every=5)
     reference.produce(broker.bootstrap, topic, sent)
     proxy.take()
-    got = sarama.consume(_bootstrap(proxy), topic, len(sent))
+    got = sarama.consume(proxy.bootstrap, topic, len(sent))
     assert_same(sent, got)
     assert [r.offset for r in got] == list(range(len(sent)))
     requests = _sarama_requests(proxy)
@@ -129,7 +113,7 @@ def test_consume_compressed_batches_down_converted(sarama, proxied, reference, t
     broker, proxy = proxied
     sent = numbered(100, codec, size=100)
     reference.produce(broker.bootstrap, topic, sent, compression=codec)
-    assert_same(sent, sarama.consume(_bootstrap(proxy), topic, len(sent)))
+    assert_same(sent, sarama.consume(proxy.bootstrap, topic, len(sent)))
 
 
 @pytest.mark.matrix(flow="consume")
@@ -138,30 +122,9 @@ def test_consume_from_newest(sarama, proxied, reference, topic):
     v0 with the latest sentinel). New records are produced until it reports one."""
     broker, proxy = proxied
     reference.produce(broker.bootstrap, topic, numbered(10, "old"))
-    outcome = {}
-
-    def consume():
-        try:
-            outcome["result"] = sarama.consume(_bootstrap(proxy), topic, 1, start=LATEST, timeout_s=30)
-        except Exception as exc:  # noqa: BLE001 - re-raised in the test thread
-            outcome["error"] = exc
-
     proxy.take()
-    consumer = threading.Thread(target=consume, daemon=True)
-    consumer.start()
-    producer = reference.producer(broker.bootstrap)
-    try:
-        sent = 0
-        while consumer.is_alive() and sent < 60:
-            producer.send(topic, value=f"new-{sent}".encode()).get(timeout=10)
-            sent += 1
-            consumer.join(timeout=0.5)
-    finally:
-        producer.close(timeout=5)
-    consumer.join(timeout=30)
-    if "error" in outcome:
-        raise outcome["error"]
-    first = outcome["result"][0]
+    first = first_new_record(reference, broker, topic,
+                             lambda: sarama.consume(proxy.bootstrap, topic, 1, start=LATEST, timeout_s=30))
     assert first.value.startswith(b"new-") and first.offset >= 10, f"got an old record: {first.short()}"
     assert (LIST_OFFSETS, 0) in _sarama_requests(proxy)
 
@@ -172,9 +135,9 @@ def test_consumer_group_commits_and_resumes(sarama, proxied, reference, topic):
     group = f"{topic}.group"
     sent = numbered(30, "grouped")
     reference.produce(broker.bootstrap, topic, sent)
-    first = sarama.group_consume(_bootstrap(proxy), topic, group, 20)
+    first = sarama.group_consume(proxy.bootstrap, topic, group, 20)
     assert_same(sent[:20], first)
     assert reference.group_offsets(broker.bootstrap, group) == {(topic, 0): 20}
-    rest = sarama.group_consume(_bootstrap(proxy), topic, group, 10)
+    rest = sarama.group_consume(proxy.bootstrap, topic, group, 10)
     assert_same(sent[20:], rest)
     assert reference.group_offsets(broker.bootstrap, group) == {(topic, 0): 30}

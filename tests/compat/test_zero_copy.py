@@ -12,20 +12,16 @@ import os
 import random
 import re
 import signal
-import socket
-import struct
 import subprocess
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from compatbroker.protocol import api
 from compatbroker.protocol.messages.api_versions import ApiVersionsRequest
 from compatbroker.protocol.messages.fetch import FetchRequest
-from compatbroker.protocol.messages.request_header import RequestHeader
 
 from . import clients
+from .raw_client import RawClient
 from .records import ONE_MIB
 
 RECORD_SIZE = 128 * 1024
@@ -42,11 +38,11 @@ def test_fetch_sends_records_with_sendfile(fresh_broker, topic, tmp_path):
     segment_dir = fresh_broker.data_dir / f"{topic}-0"
     assert sorted(p.name for p in segment_dir.glob("*.log")), "the records are not in a segment file"
 
-    with socket.create_connection((fresh_broker.host, fresh_broker.port)) as sock:
-        _check_fetch_version(sock)
+    with RawClient(fresh_broker, "zero-copy-test") as client:
+        _check_fetch_version(client)
         trace = tmp_path / "strace.out"
         with _traced(strace, fresh_broker.pid, trace):
-            records = _fetch_all(sock, topic)
+            records = _fetch_all(client, topic)
 
     stats = summarize(trace.read_text(), os.path.realpath(segment_dir))
     assert _values_of(records) == values, "the fetched records differ from the produced ones"
@@ -105,40 +101,18 @@ class _traced:
         self.proc.stderr.close()
 
 
-def _request(sock: socket.socket, api_key: int, version: int, body, correlation_id: int):
-    header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=correlation_id,
-                           client_id="zero-copy-test")
-    frame = api.encode_request(header, body)
-    sock.sendall(struct.pack(">i", len(frame)) + frame)
-    size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
-    response_header, response = api.decode_response(api_key, version, _recv_exactly(sock, size))
-    assert response_header.correlation_id == correlation_id
-    return response
-
-
-def _recv_exactly(sock: socket.socket, count: int) -> bytes:
-    buf = bytearray(count)
-    view = memoryview(buf)
-    got = 0
-    while got < count:
-        n = sock.recv_into(view[got:], count - got)
-        assert n, "the broker closed the connection"
-        got += n
-    return bytes(buf)
-
-
-def _check_fetch_version(sock: socket.socket) -> None:
-    response = _request(sock, 18, 0, ApiVersionsRequest(), 1)
+def _check_fetch_version(client: RawClient) -> None:
+    response = client.call(ApiVersionsRequest(), 0)
     ranges = {entry.api_key: (entry.min_version, entry.max_version) for entry in response.api_keys}
     low, high = ranges.get(1, (0, -1))
     assert low <= FETCH_VERSION <= high, f"the broker does not advertise Fetch v{FETCH_VERSION}: {ranges.get(1)}"
 
 
-def _fetch_all(sock: socket.socket, topic: str) -> bytes:
+def _fetch_all(client: RawClient, topic: str) -> bytes:
     partition = FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=64 * ONE_MIB)
     request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=64 * ONE_MIB, session_epoch=-1,
                            topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition])])
-    response = _request(sock, 1, FETCH_VERSION, request, 2)
+    response = client.call(request, FETCH_VERSION)
     assert response.error_code == 0
     data = response.responses[0].partitions[0]
     assert data.error_code == 0, f"fetch error {data.error_code}"
@@ -191,14 +165,15 @@ def _fd_path(argument: str) -> str:
 
 def summarize(text: str, segment_dir: str) -> TraceStats:
     stats = TraceStats()
-    calls = defaultdict(int)
+
+    def in_segment(arg: str) -> bool:
+        return _fd_path(arg).startswith(segment_dir) and _fd_path(arg).endswith(".log")
+
     for line in _complete_lines(text):
         match = _CALL.match(line)
         if match is None:
             continue
         call, args, ret = match["call"], match["args"].split(", "), int(match["ret"], 0)
-        calls[call] += 1
-        in_segment = lambda arg: _fd_path(arg).startswith(segment_dir) and _fd_path(arg).endswith(".log")
         if call == "sendfile" and ret > 0 and in_segment(args[1]):
             stats.sendfile_bytes += ret
         elif call in READS and ret > 0 and in_segment(args[0]):

@@ -1,31 +1,26 @@
 """Shared pieces of the membership tests: a real Broker on a temporary directory, a coordinator on it (with the
 real offset store, or a stand-in store whose writes a test can hold or fail), JoinGroup/SyncGroup/... through
 the handlers at any version (requests and answers go through the codec, as on the wire), and consumer protocol
-metadata."""
+metadata. Also for every coordinator test: the records a group's partition of `__consumer_offsets` holds."""
 from __future__ import annotations
 
 import asyncio
 import itertools
 
-from compatbroker.broker import Broker
-from compatbroker.config import BrokerConfig
 from compatbroker.coordinator import Coordinator, GroupSettings
+from compatbroker.coordinator.offsets import partition_for_group
 from compatbroker.protocol import encode_message
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import (ConsumerProtocolAssignment, ConsumerProtocolSubscription,
                                             DescribeGroupsRequest, HeartbeatRequest, JoinGroupRequest,
                                             LeaveGroupRequest, SyncGroupRequest)
+from compatbroker.protocol.records.batch import iter_batches, iter_records
+from compatbroker.topic_names import GROUP_METADATA_TOPIC
 from tests.async_tests import async_test  # noqa: F401 - the membership tests import it from here
 from tests.handlers.helpers import call
 
 # Small timeouts keep the timer tests fast; the floor is lowered so that they are accepted.
 FAST = GroupSettings(min_session_timeout_ms=1, max_session_timeout_ms=1_800_000, initial_rebalance_delay_ms=0)
-
-
-def new_broker(data_dir, **properties) -> Broker:
-    broker = Broker(BrokerConfig({"log.dirs": str(data_dir), **properties}))
-    broker.startup()
-    return broker
 
 
 async def started_coordinator(broker, settings: GroupSettings = FAST, store=None) -> Coordinator:
@@ -35,6 +30,15 @@ async def started_coordinator(broker, settings: GroupSettings = FAST, store=None
     broker.coordinator = coordinator
     await coordinator.start()
     return coordinator
+
+
+def records_in(broker, group_id: str) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) bytes of every record in the group's partition of `__consumer_offsets`, in log order."""
+    partitions = broker.topic(GROUP_METADATA_TOPIC).partitions
+    log = broker.get_log(GROUP_METADATA_TOPIC, partition_for_group(group_id, partitions))
+    data = log.read_bytes(log.log_start_offset, 1 << 30) if log.log_end_offset > log.log_start_offset else b""
+    return [(r.key, r.value) for pos, h in iter_batches(data)
+            for r in iter_records(data[pos:pos + h.size], max_size=1 << 30)]
 
 
 class StandInStore:

@@ -5,6 +5,7 @@ that real clients sent; the coordinator facade (offset commit checks, simple gro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -16,33 +17,24 @@ from kafka.protocol.consumer import (JoinGroupRequest as KpJoinGroupRequest,
                                      SyncGroupResponse as KpSyncGroupResponse)
 
 from compatbroker.coordinator import Coordinator, GroupState, coordinator_of
-from compatbroker.coordinator.offsets import CommittedOffset, GroupRecord, parse_record, partition_for_group
+from compatbroker.coordinator.offsets import CommittedOffset, GroupRecord, parse_record
 from compatbroker.handlers import HANDLERS, RequestContext
 from compatbroker.protocol import API_KEYS, decode_request, decode_response, encode_response
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import (DeleteGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
                                             ListGroupsRequest)
-from compatbroker.protocol.records.batch import iter_batches, iter_records
-from compatbroker.topic_names import GROUP_METADATA_TOPIC
 
 from tests.coordinator.membership_support import (FAST, StandInStore, WriteFailed, async_test, describe, finished,
                                                   form_group, heartbeat, join, join_new_members, join_request,
-                                                  join_task, leave, new_broker, reaches, started_coordinator,
-                                                  subscription, sync, watch)
-from tests.handlers.helpers import call
+                                                  join_task, leave, reaches, records_in,
+                                                  started_coordinator, subscription, sync, watch)
+from tests.handlers.helpers import call, make_broker
 
 GROUP = "g"
 GROUP_MODULES = {10: "find_coordinator", 11: "join_group", 14: "sync_group", 12: "heartbeat", 13: "leave_group",
                  15: "describe_groups", 16: "list_groups", 42: "delete_groups"}
 FRAMES = Path(__file__).resolve().parents[1] / "data" / "client_frames"
 INT32_MIN = -2**31
-
-
-@pytest.fixture
-def broker(tmp_path):
-    broker = new_broker(tmp_path / "data")
-    yield broker
-    broker.logs.shutdown()
 
 
 def versions(api_key: int):
@@ -379,32 +371,35 @@ async def test_a_coordinator_made_on_first_use_loads_in_the_background(broker):
 # --- groups in __consumer_offsets ---------------------------------------------------------------------------------
 
 def group_records(broker, group_id: str) -> list:
-    log = broker.get_log(GROUP_METADATA_TOPIC, partition_for_group(group_id, broker.topic(GROUP_METADATA_TOPIC)
-                                                                    .partitions))
-    data = log.read_bytes(log.log_start_offset, 1 << 24)
-    parsed = [parse_record(None if r.key is None else bytes(r.key), None if r.value is None else bytes(r.value))
-              for pos, h in iter_batches(data) for r in iter_records(data[pos:pos + h.size], max_size=1 << 24)]
+    parsed = [parse_record(key, value) for key, value in records_in(broker, group_id)]
     return [p for p in parsed if isinstance(p, GroupRecord) and p.group_id == group_id]
 
 
-@async_test
-async def test_a_stable_group_is_stored_and_survives_a_restart(tmp_path):
-    data_dir = tmp_path / "data"
-    broker = new_broker(data_dir)
-    coordinator = await started_coordinator(broker)
-    leader, follower = await form_group(broker, GROUP, 2, session_ms=30_000)
-    [record] = group_records(broker, GROUP)
-    value = record.value
-    assert (value.protocol_type, value.generation, value.protocol, value.leader) == \
-        ("consumer", 1, "range", leader.member_id)
-    assert {m.member_id: bytes(m.assignment) for m in value.members} == \
-        {leader.member_id: b"0", follower.member_id: b"1"}
-    await coordinator.stop()
-    broker.logs.shutdown()
-
-    broker = new_broker(data_dir)
+@contextlib.asynccontextmanager
+async def serving(data_dir):
+    """A broker on `data_dir` with a started coordinator (the real store), both stopped on the way out: the next
+    one on the same directory replays what this one wrote."""
+    broker = make_broker(data_dir)
     try:
-        restarted = await started_coordinator(broker)
+        coordinator = await started_coordinator(broker)
+        yield broker, coordinator
+        await coordinator.stop()
+    finally:
+        broker.logs.shutdown()
+
+
+@async_test
+async def test_a_stable_group_is_stored_and_survives_a_restart(data_dir):
+    async with serving(data_dir) as (broker, _):
+        leader, follower = await form_group(broker, GROUP, 2, session_ms=30_000)
+        [record] = group_records(broker, GROUP)
+        value = record.value
+        assert (value.protocol_type, value.generation, value.protocol, value.leader) == \
+            ("consumer", 1, "range", leader.member_id)
+        assert {m.member_id: bytes(m.assignment) for m in value.members} == \
+            {leader.member_id: b"0", follower.member_id: b"1"}
+
+    async with serving(data_dir) as (broker, restarted):
         group = restarted.group(GROUP)
         assert (group.state, group.generation_id, group.leader_id) == (GroupState.STABLE, 1, leader.member_id)
         # Members carry on where they were: same generation, same assignment, no rebalance.
@@ -412,56 +407,35 @@ async def test_a_stable_group_is_stored_and_survives_a_restart(tmp_path):
         assert (await sync(broker, GROUP, follower.member_id, 1)).assignment == b"1"
         [described] = await describe(broker, GROUP)
         assert {m.member_id for m in described.members} == {leader.member_id, follower.member_id}
-        await restarted.stop()
-    finally:
-        broker.logs.shutdown()
 
 
 @async_test
-async def test_loaded_members_that_never_come_back_expire(tmp_path):
-    data_dir = tmp_path / "data"
-    broker = new_broker(data_dir)
-    coordinator = await started_coordinator(broker)
-    await form_group(broker, GROUP, 1, session_ms=200)
-    await coordinator.stop()
-    broker.logs.shutdown()
+async def test_loaded_members_that_never_come_back_expire(data_dir):
+    async with serving(data_dir) as (broker, _):
+        await form_group(broker, GROUP, 1, session_ms=200)
 
-    broker = new_broker(data_dir)
-    try:
-        restarted = await started_coordinator(broker)
+    async with serving(data_dir) as (broker, restarted):
         states = watch(restarted.group(GROUP))
         await reaches(states, GroupState.EMPTY)
         assert restarted.group(GROUP).generation_id == 2
         await asyncio.gather(*restarted.membership._tasks)
         assert [r.value.generation for r in group_records(broker, GROUP)][-1] == 2
-        await restarted.stop()
-    finally:
-        broker.logs.shutdown()
 
 
 @async_test
-async def test_a_deleted_group_stays_deleted_after_a_restart(tmp_path):
-    data_dir = tmp_path / "data"
-    broker = new_broker(data_dir)
-    coordinator = await started_coordinator(broker)
-    leader, = await form_group(broker, GROUP, 1)
-    await leave(broker, GROUP, (leader.member_id, None))
-    await asyncio.gather(*coordinator.membership._tasks)
-    assert (await call(broker, 2, DeleteGroupsRequest(groups_names=[GROUP]))).decoded.results[0].error_code == 0
-    assert group_records(broker, GROUP)[-1].value is None  # the tombstone
-    await coordinator.stop()
-    broker.logs.shutdown()
+async def test_a_deleted_group_stays_deleted_after_a_restart(data_dir):
+    async with serving(data_dir) as (broker, coordinator):
+        leader, = await form_group(broker, GROUP, 1)
+        await leave(broker, GROUP, (leader.member_id, None))
+        await asyncio.gather(*coordinator.membership._tasks)
+        assert (await call(broker, 2, DeleteGroupsRequest(groups_names=[GROUP]))).decoded.results[0].error_code == 0
+        assert group_records(broker, GROUP)[-1].value is None  # the tombstone
 
-    broker = new_broker(data_dir)
-    try:
-        restarted = await started_coordinator(broker)
+    async with serving(data_dir) as (broker, restarted):
         assert restarted.group(GROUP) is None
         assert (await call(broker, 4, HeartbeatRequest(group_id=GROUP, generation_id=1,
                                                        member_id=leader.member_id))).decoded.error_code == \
             ErrorCode.UNKNOWN_MEMBER_ID
-        await restarted.stop()
-    finally:
-        broker.logs.shutdown()
 
 
 def test_fast_settings_lower_only_the_session_floor():

@@ -17,17 +17,11 @@ from compatbroker.protocol.error_codes import ErrorCode
 
 from tests.coordinator.membership_support import (FAST, StandInStore, assignment, async_test, describe, finished,
                                                   form_group, heartbeat, join, join_new_member, join_new_members,
-                                                  join_task, leave, new_broker, settle, started_coordinator,
+                                                  join_task, leave, settle, started_coordinator,
                                                   still_parked, subscription, sync, sync_task)
+from tests.handlers.helpers import make_broker
 
 GROUP = "g"
-
-
-@pytest.fixture
-def broker(tmp_path):
-    broker = new_broker(tmp_path / "data")
-    yield broker
-    broker.logs.shutdown()
 
 
 # --- one member ---------------------------------------------------------------------------------------------------
@@ -267,7 +261,7 @@ async def test_session_timeouts_outside_kafkas_bounds_are_refused(broker):
 
 
 def test_settings_come_from_the_broker_configuration(tmp_path):
-    broker = new_broker(tmp_path / "data", **{"group.initial.rebalance.delay.ms": 250})
+    broker = make_broker(tmp_path / "data", **{"group.initial.rebalance.delay.ms": 250})
     try:
         settings = GroupSettings.from_config(broker.config)
         assert settings.initial_rebalance_delay_ms == 250

@@ -11,17 +11,10 @@ from compatbroker.coordinator import GroupState
 from compatbroker.protocol.error_codes import ErrorCode
 
 from tests.coordinator.membership_support import (StandInStore, WriteFailed, async_test, finished, heartbeat, join,
-                                                  join_task, leave, new_broker, settle, started_coordinator,
-                                                  still_parked, subscription, sync, sync_task)
+                                                  join_task, leave, settle, started_coordinator, still_parked,
+                                                  subscription, sync, sync_task)
 
 GROUP = "g"
-
-
-@pytest.fixture
-def broker(tmp_path):
-    broker = new_broker(tmp_path / "data")
-    yield broker
-    broker.logs.shutdown()
 
 
 async def static_group(broker, *instances: str, version: int = 9, **options):

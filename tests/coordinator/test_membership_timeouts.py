@@ -14,7 +14,7 @@ from compatbroker.coordinator.membership import heartbeat_key
 from compatbroker.protocol.error_codes import ErrorCode
 
 from tests.coordinator.membership_support import (FAST, StandInStore, async_test, finished, form_group, heartbeat,
-                                                  join, join_new_members, join_task, new_broker, reaches, settle,
+                                                  join, join_new_members, join_task, reaches, settle,
                                                   started_coordinator, still_parked, sync, watch)
 
 GROUP = "g"
@@ -22,21 +22,19 @@ SHORT_MS = 200
 LONG_MS = 20_000  # longer than any test may run: reaching it would fail the test
 
 
-@pytest.fixture
-def broker(tmp_path):
-    broker = new_broker(tmp_path / "data")
-    yield broker
-    broker.logs.shutdown()
-
-
+@pytest.mark.parametrize("session_ms, rebalance_ms", [(SHORT_MS, LONG_MS), (LONG_MS, SHORT_MS)],
+                         ids=["session-timeout", "rebalance-timeout"])
 @async_test
-async def test_a_silent_member_is_expelled_after_its_session_timeout(broker):
+async def test_a_member_that_does_not_rejoin_is_dropped_at_the_shorter_timeout(broker, session_ms, rebalance_ms):
+    """A short session: the silent follower is expelled when its session runs out. A short rebalance timeout:
+    the join phase ends without it."""
     await started_coordinator(broker, store=StandInStore)
-    leader, follower = await form_group(broker, GROUP, 2, session_ms=SHORT_MS, rebalance_ms=LONG_MS)
+    leader, follower = await form_group(broker, GROUP, 2, session_ms=session_ms, rebalance_ms=rebalance_ms)
     loop = asyncio.get_running_loop()
     began = loop.time()
-    # The leader rejoins (and so stays alive); the follower says nothing until its session runs out.
-    rejoined = await finished(join_task(broker, GROUP, leader.member_id, session_ms=SHORT_MS, rebalance_ms=LONG_MS))
+    # The leader rejoins (and so stays alive); the follower says nothing.
+    rejoined = await finished(join_task(broker, GROUP, leader.member_id, session_ms=session_ms,
+                                        rebalance_ms=rebalance_ms))
     assert loop.time() - began >= SHORT_MS / 1000 * 0.9
     assert (rejoined.generation_id, [m.member_id for m in rejoined.members]) == (2, [leader.member_id])
     assert await heartbeat(broker, GROUP, follower.member_id, 1) == ErrorCode.UNKNOWN_MEMBER_ID
@@ -81,18 +79,6 @@ async def test_a_members_offset_commit_renews_its_session_as_a_heartbeat_does(br
     assert renewed > before
     assert coordinator.validate_offset_commit(GROUP, 7, leader.member_id, None) == ErrorCode.ILLEGAL_GENERATION
     assert handles[key].when() == renewed  # a refused commit proves nothing
-
-
-@async_test
-async def test_members_that_do_not_rejoin_within_the_rebalance_timeout_are_dropped(broker):
-    await started_coordinator(broker, store=StandInStore)
-    leader, follower = await form_group(broker, GROUP, 2, session_ms=LONG_MS, rebalance_ms=SHORT_MS)
-    loop = asyncio.get_running_loop()
-    began = loop.time()
-    rejoined = await finished(join_task(broker, GROUP, leader.member_id, session_ms=LONG_MS, rebalance_ms=SHORT_MS))
-    assert loop.time() - began >= SHORT_MS / 1000 * 0.9
-    assert (rejoined.generation_id, [m.member_id for m in rejoined.members]) == (2, [leader.member_id])
-    assert await heartbeat(broker, GROUP, follower.member_id, 1) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 @async_test

@@ -10,7 +10,6 @@ import uuid
 import pytest
 
 from compatbroker.broker import Broker
-from compatbroker.config import BrokerConfig
 from compatbroker.coordinator import Coordinator, Group, GroupState
 from compatbroker.coordinator.offsets import (CommittedOffset, OffsetsConfig, OffsetStore, OffsetWriteError,
                                               group_metadata_key, offset_commit_key, offset_commit_value,
@@ -20,12 +19,13 @@ from compatbroker.protocol import encode_message
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import (ConsumerProtocolSubscription, GroupMetadataValue, OffsetCommitRequest,
                                             OffsetDeleteRequest, OffsetFetchRequest)
-from compatbroker.protocol.records.batch import build_batch, iter_batches, iter_records
+from compatbroker.protocol.records.batch import build_batch
 from compatbroker.protocol.wire import ZERO_UUID
 from compatbroker.storage.validator import COORDINATOR
 from compatbroker.topic_names import GROUP_METADATA_TOPIC
 from tests.async_tests import async_test
-from tests.handlers.helpers import call
+from tests.coordinator.membership_support import records_in
+from tests.handlers.helpers import call, make_broker
 
 T0 = 1_700_000_000_000
 E = ErrorCode
@@ -48,8 +48,7 @@ class Clock:
 
 
 def new_broker(data_dir, **properties) -> Broker:
-    broker = Broker(BrokerConfig({"log.dirs": str(data_dir), **properties}))
-    broker.startup()
+    broker = make_broker(data_dir, **properties)
     broker.now_ms = Clock()
     broker.create_topic("t", 3)
     broker.create_topic("u", 1)
@@ -62,11 +61,6 @@ async def coordinated(broker, config: OffsetsConfig | None = None, *, start: boo
     if start:
         await coordinator.start()
     return coordinator
-
-
-@pytest.fixture
-def data_dir(tmp_path):
-    return tmp_path / "data"
 
 
 @pytest.fixture
@@ -535,13 +529,6 @@ async def until(condition):
         await asyncio.sleep(0)
 
 
-def last_records(broker, group_id, count):
-    log = broker.get_log(GROUP_METADATA_TOPIC, partition_for_group(group_id, 50))
-    data = log.read_bytes(0, 1 << 20)
-    return [(r.key, r.value) for pos, h in iter_batches(data)
-            for r in iter_records(data[pos:pos + h.size], max_size=1 << 20)][-count:]
-
-
 @async_test
 async def test_retention_expires_offsets_and_drops_the_empty_group(data_dir):
     broker = new_broker(data_dir)
@@ -556,7 +543,7 @@ async def test_retention_expires_offsets_and_drops_the_empty_group(data_dir):
     assert coordinator.group("g") is None and coordinator.group("busy") is not None
     assert (await fetch(broker, 8, {"t": [0]}, group="busy"))[0] == [("t", 0, 1, -1, "", E.NONE)]
     # the coordinator writes the dropped group's tombstone from a task of its own
-    await until(lambda: last_records(broker, "g", 1) == [(group_metadata_key("g"), None)])
-    assert last_records(broker, "g", 2)[0] == (offset_commit_key("g", "t", 0), None)
+    await until(lambda: records_in(broker, "g")[-1:] == [(group_metadata_key("g"), None)])
+    assert records_in(broker, "g")[-2] == (offset_commit_key("g", "t", 0), None)
     await coordinator.stop()
     broker.logs.shutdown()

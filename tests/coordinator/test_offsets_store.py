@@ -22,12 +22,14 @@ from compatbroker.coordinator.offsets import (CommittedOffset, GroupRecord, Offs
                                               parse_record, partition_for_group)
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import GroupMetadataValue
-from compatbroker.protocol.records.batch import build_batch, iter_batches, iter_records
+from compatbroker.protocol.records.batch import build_batch, iter_batches
 from compatbroker.protocol.records.control import ControlRecordType, build_control_batch
 from compatbroker.storage.validator import COORDINATOR
 from compatbroker.topic_names import GROUP_METADATA_TOPIC
 
 from tests.async_tests import async_test
+from tests.coordinator.membership_support import records_in
+from tests.handlers.helpers import make_broker
 
 T0 = 1_700_000_000_000
 TOPIC = GROUP_METADATA_TOPIC
@@ -101,8 +103,7 @@ class StandInCoordinator:
 
 
 def new_broker(data_dir, **properties) -> Broker:
-    broker = Broker(BrokerConfig({"log.dirs": str(data_dir), **properties}))
-    broker.startup()
+    broker = make_broker(data_dir, **properties)
     broker.now_ms = Clock()
     return broker
 
@@ -114,11 +115,6 @@ async def started(broker, config=None) -> StandInCoordinator:
 
 
 @pytest.fixture
-def data_dir(tmp_path):
-    return tmp_path / "data"
-
-
-@pytest.fixture
 def broker(data_dir):
     broker = new_broker(data_dir)
     yield broker
@@ -127,14 +123,6 @@ def broker(data_dir):
 
 def offset(topic="t", partition=0, at=5, **fields) -> CommittedOffset:
     return CommittedOffset(topic, partition, at, **fields)
-
-
-def records_in(broker, group_id):
-    """(key, value) bytes of every record in the group's partition of `__consumer_offsets`, in log order."""
-    log = broker.get_log(TOPIC, partition_for_group(group_id, broker.topic(TOPIC).partitions))
-    data = log.read_bytes(log.log_start_offset, 1 << 30) if log.log_end_offset > log.log_start_offset else b""
-    return [(r.key, r.value) for pos, h in iter_batches(data)
-            for r in iter_records(data[pos:pos + h.size], max_size=1 << 30)]
 
 
 def decode(schema, data: bytes):

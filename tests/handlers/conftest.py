@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from compatbroker.broker import Broker
-from compatbroker.config import BrokerConfig
-
 from tests.async_tests import coroutine_runner
+
+from .helpers import make_broker
 
 TEST_TIME_LIMIT_S = 30
 
 
 pytest_pyfunc_call = coroutine_runner(TEST_TIME_LIMIT_S)
-
-
-def make_broker(data_dir, **properties) -> Broker:
-    broker = Broker(BrokerConfig({"log.dirs": str(data_dir), **properties}))
-    broker.startup()
-    return broker
 
 
 @pytest.fixture

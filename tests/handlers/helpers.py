@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from compatbroker.broker import Broker
+from compatbroker.config import BrokerConfig
 from compatbroker.handlers import HANDLERS, RequestContext
 from compatbroker.protocol import (FileRegion, RequestHeader, decode_request, decode_response, encode_request,
                                    encode_response_chunks)
@@ -18,6 +20,13 @@ CORRELATION_ID = 41
 class Answer:
     raw: object      # what the handler returned (records may be FileRegions)
     decoded: object  # the same after encoding and decoding: what the client reads
+
+
+def make_broker(data_dir, **properties) -> Broker:
+    """A started Broker on `data_dir` with Kafka-named config properties."""
+    broker = Broker(BrokerConfig({"log.dirs": str(data_dir), **properties}))
+    broker.startup()
+    return broker
 
 
 def context(broker, api_key: int, version: int, *, client_id: str = "handler-tests") -> RequestContext:

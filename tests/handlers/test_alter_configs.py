@@ -38,6 +38,13 @@ def incremental(name="t", *operations, resource_type=TOPIC) -> Incremental:
                                 for key, code, value in operations])
 
 
+def setting(api: str, name: str, configs: dict, resource_type=TOPIC):
+    """A resource setting `configs`: an AlterConfigs one ("legacy") or SET operations ("incremental")."""
+    if api == "legacy":
+        return legacy(name, resource_type, **configs)
+    return incremental(name, *((key, SET, value) for key, value in configs.items()), resource_type=resource_type)
+
+
 async def alter(broker, *resources, validate_only=False, version=None) -> list[tuple[int, str]]:
     """[(error code, resource name)] of a legacy AlterConfigs (Legacy resources) or an IncrementalAlterConfigs."""
     if isinstance(resources[0], Legacy):
@@ -130,21 +137,15 @@ BAD_VALUES = [{"retention.ms": "soon"}, {"segment.bytes": "3000000000"}, {"clean
 @pytest.mark.parametrize("api", ["legacy", "incremental"])
 async def test_unknown_keys_and_bad_values_are_invalid_config(broker, configs, api):
     broker.create_topic("t", 1, {"retention.ms": "1000"})
-    resource = legacy(**configs) if api == "legacy" else incremental(
-        "t", *((key, SET, value) for key, value in configs.items()))
-    assert await one(broker, resource) == ErrorCode.INVALID_CONFIG
+    assert await one(broker, setting(api, "t", configs)) == ErrorCode.INVALID_CONFIG
     assert broker.logs.topic_overrides["t"] == {"retention.ms": "1000"}
 
 
 @pytest.mark.parametrize("api", ["legacy", "incremental"])
 async def test_topic_resource_errors_in_kafkas_order(broker, api):
     broker.create_topic("t", 1)
-
-    def resource(name, **configs):
-        return legacy(name, **configs) if api == "legacy" else incremental(
-            name, *((key, SET, value) for key, value in configs.items()))
-    results = await alter(broker, resource("missing", **{"retention.ms": "1"}), resource("bad name"),
-                          resource(""), resource("gone", **{"retention.ms": "x"}), resource("t"))
+    results = await alter(broker, setting(api, "missing", {"retention.ms": "1"}), setting(api, "bad name", {}),
+                          setting(api, "", {}), setting(api, "gone", {"retention.ms": "x"}), setting(api, "t", {}))
     assert results == [(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "missing"),
                        (ErrorCode.INVALID_TOPIC_EXCEPTION, "bad name"), (ErrorCode.INVALID_REQUEST, ""),
                        (ErrorCode.INVALID_CONFIG, "gone"),  # values are checked before the topic's existence
@@ -155,9 +156,7 @@ async def test_topic_resource_errors_in_kafkas_order(broker, api):
 async def test_a_resource_named_twice_is_refused_and_the_others_apply(broker, api):
     broker.create_topic("t", 1)
     broker.create_topic("u", 1)
-    make = (lambda name: legacy(name, **{"retention.ms": "5"})) if api == "legacy" else (
-        lambda name: incremental(name, ("retention.ms", SET, "5")))
-    assert await alter(broker, make("t"), make("u"), make("t")) == [
+    assert await alter(broker, *(setting(api, name, {"retention.ms": "5"}) for name in ("t", "u", "t"))) == [
         (ErrorCode.INVALID_REQUEST, "t"), (0, "u"), (ErrorCode.INVALID_REQUEST, "t")]
     assert "t" not in broker.logs.topic_overrides and broker.logs.topic_overrides["u"] == {"retention.ms": "5"}
 
@@ -222,9 +221,7 @@ async def test_validate_only_checks_without_changing_anything(broker, tmp_path):
 ])
 @pytest.mark.parametrize("api", ["legacy", "incremental"])
 async def test_broker_config_changes(broker, name, configs, validate_only, code, api):
-    resource = legacy(name, BROKER, **configs) if api == "legacy" else incremental(
-        name, *((key, SET, value) for key, value in configs.items()), resource_type=BROKER)
-    assert await one(broker, resource, validate_only=validate_only) == code
+    assert await one(broker, setting(api, name, configs, BROKER), validate_only=validate_only) == code
 
 
 async def test_broker_incremental_list_rules(broker):

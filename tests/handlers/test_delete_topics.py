@@ -16,7 +16,7 @@ from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import DeleteTopicsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest
 from compatbroker.storage.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offsets
 
-from .conftest import make_broker
+from .helpers import make_broker
 from .helpers import batch, call, start
 from .test_fetch import WaitSpy, fetch_request
 

@@ -16,7 +16,7 @@ from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import FindCoordinatorRequest, InitProducerIdRequest, ProduceRequest
 from compatbroker.protocol.records.batch import build_batch
 
-from .conftest import make_broker
+from .helpers import make_broker
 from .helpers import call
 
 VERSIONS = range(6)

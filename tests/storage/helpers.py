@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from compatbroker.protocol.records.batch import build_batch, iter_batches, iter_records
+from compatbroker.protocol.records.batch import CRC_OFFSET, build_batch, iter_batches, iter_records
 from compatbroker.storage.log import Log
 from compatbroker.storage.log_config import LogConfig
 
@@ -21,6 +21,13 @@ def batch(values, *, timestamp=NOW, keys=None, **kwargs) -> bytes:
     keys = keys or [None] * len(values)
     return build_batch([(key, value, (), timestamp + i) for i, (key, value) in enumerate(zip(keys, values))],
                        **kwargs)
+
+
+def corrupt_crc(data: bytes) -> bytes:
+    """`data` with the first batch's stored CRC flipped, so that it no longer matches the bytes."""
+    out = bytearray(data)
+    out[CRC_OFFSET] ^= 0xFF
+    return bytes(out)
 
 
 def open_log(directory, config=SMALL, **kwargs) -> Log:

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from compatbroker.protocol.records.batch import (CRC_OFFSET, LOG_APPEND_TIME, build_batch, iter_batches,
-                                                 read_batch_header, validate_batch)
+from compatbroker.protocol.records.batch import (LOG_APPEND_TIME, build_batch, iter_batches, read_batch_header,
+                                                 validate_batch)
 from compatbroker.protocol.records.compression import Compression
 from compatbroker.protocol.records.control import ControlRecordType, build_control_batch
 from compatbroker.protocol.records.legacy import build_message_set
@@ -18,7 +18,8 @@ from compatbroker.storage.errors import (CorruptMessageError, InvalidRecordError
 from compatbroker.storage.log_config import LogConfig
 from compatbroker.storage.time_index import TimestampOffset
 
-from .helpers import NOW, SMALL, all_bytes, batch, batches_of, directory_snapshot, open_log, records_of
+from .helpers import (NOW, SMALL, all_bytes, batch, batches_of, corrupt_crc, directory_snapshot, open_log,
+                      records_of)
 
 
 def test_append_assigns_offsets_and_stamps_base_offset_and_leader_epoch(tmp_path):
@@ -66,14 +67,8 @@ def test_legacy_message_sets_are_converted_to_v2(tmp_path):
     log.close()
 
 
-def _corrupt_crc(data: bytes) -> bytes:
-    out = bytearray(data)
-    out[CRC_OFFSET] ^= 0xFF
-    return bytes(out)
-
-
 @pytest.mark.parametrize("make_payload, error, code", [
-    (lambda: _corrupt_crc(batch([b"a"])), CorruptMessageError, 2),
+    (lambda: corrupt_crc(batch([b"a"])), CorruptMessageError, 2),
     (lambda: batch([b"a"])[:-3], CorruptMessageError, 2),
     (lambda: b"\x00" * 10, CorruptMessageError, 2),
     (lambda: batch([b"a"]) + batch([b"b"])[:30], CorruptMessageError, 2),
@@ -486,7 +481,7 @@ def test_a_large_append_with_a_bad_crc_leaves_the_log_as_it_was(tmp_path, needs_
         log.flush()
         before, end = directory_snapshot(tmp_path), log.log_end_offset
         with pytest.raises(CorruptMessageError):
-            log.append(_corrupt_crc(_large_batch(2)), leader_epoch=0, now_ms=NOW)
+            log.append(corrupt_crc(_large_batch(2)), leader_epoch=0, now_ms=NOW)
         assert executor.jobs == 2 - (not needs_roll)
         assert directory_snapshot(tmp_path) == before  # bytes written beside the CRC check were cut off again
         assert log.log_end_offset == end and len(log.segments) == 1
@@ -503,7 +498,7 @@ def test_a_deferred_crc_keeps_kafkas_error_order(tmp_path):
         log = open_log(tmp_path, dataclasses.replace(LARGE, message_timestamp_after_max_ms=1000),
                        crc_executor=executor)
         with pytest.raises(CorruptMessageError):
-            log.append(_corrupt_crc(_large_batch(1, timestamp=NOW + 10**9)), leader_epoch=0, now_ms=NOW)
+            log.append(corrupt_crc(_large_batch(1, timestamp=NOW + 10**9)), leader_epoch=0, now_ms=NOW)
         with pytest.raises(InvalidTimestampError):
             log.append(_large_batch(1, timestamp=NOW + 10**9), leader_epoch=0, now_ms=NOW)
         assert log.log_end_offset == 0 and log.size == 0

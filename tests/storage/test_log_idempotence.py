@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compatbroker.protocol.records.batch import CRC_OFFSET, build_batch
+from compatbroker.protocol.records.batch import build_batch
 from compatbroker.protocol.records.control import ControlRecordType, build_control_batch
 from compatbroker.storage import LogManager
 from compatbroker.storage.errors import (CorruptMessageError, InvalidProducerEpochError, InvalidTxnStateError,
@@ -27,8 +27,8 @@ from compatbroker.storage.producer_snapshot import snapshot_offsets, snapshot_pa
 from compatbroker.storage.producer_state import NUM_BATCHES_TO_RETAIN
 from compatbroker.storage.validator import COORDINATOR
 
-from .helpers import NOW, SMALL, abandon, all_bytes, batches_of, directory_snapshot, open_log, run_and_kill
-
+from .helpers import (NOW, SMALL, abandon, all_bytes, batches_of, corrupt_crc, directory_snapshot, open_log,
+                      run_and_kill)
 
 
 def idem(pid, seq, count=1, *, epoch=0, tag=b"", size=0, timestamp=NOW, transactional=False) -> bytes:
@@ -169,12 +169,6 @@ def test_unknown_producer_must_start_at_sequence_zero(tmp_path):
     log.close()
 
 
-def _corrupt_crc(data: bytes) -> bytes:
-    out = bytearray(data)
-    out[CRC_OFFSET] ^= 0xFF
-    return bytes(out)
-
-
 def test_a_deferred_crc_is_reported_before_a_producer_verdict(tmp_path):
     """Large payloads check their CRC beside the write; a corrupt retry or zombie still answers CORRUPT_MESSAGE, as
     Kafka, which checks CRCs before producer state."""
@@ -184,7 +178,7 @@ def test_a_deferred_crc_is_reported_before_a_producer_verdict(tmp_path):
     with ThreadPoolExecutor(max_workers=1) as executor:
         log = open_log(tmp_path, config, crc_executor=executor)
         append(log, large)
-        for payload in (_corrupt_crc(large), _corrupt_crc(idem(1, 700, 700, epoch=-2, size=1000))):
+        for payload in (corrupt_crc(large), corrupt_crc(idem(1, 700, 700, epoch=-2, size=1000))):
             with pytest.raises(CorruptMessageError):
                 append(log, payload)
         assert append(log, large).duplicate
@@ -485,6 +479,7 @@ def _stored_batches(log) -> dict[int, int]:
         assert header.base_sequence // 2 not in stored, f"batch {header.base_sequence // 2} stored twice"
         stored[header.base_sequence // 2] = header.base_offset
     return stored
+
 
 if __name__ == "__main__":
     writer_main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

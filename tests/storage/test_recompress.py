@@ -5,15 +5,14 @@ import dataclasses
 
 import pytest
 
-from compatbroker.protocol.records.batch import (CRC_OFFSET, build_batch, iter_records, read_batch_header,
-                                                 validate_batch)
+from compatbroker.protocol.records.batch import build_batch, iter_records, read_batch_header, validate_batch
 from compatbroker.protocol.records.compression import Compression
 from compatbroker.protocol.records.control import ControlRecordType, build_control_batch
 from compatbroker.storage.errors import CorruptMessageError, MessageTooLargeError
 from compatbroker.storage.recompress import recompress, topic_codec
 from compatbroker.storage.validator import COORDINATOR, validate_records
 
-from .helpers import NOW, SMALL, batches_of, open_log
+from .helpers import NOW, SMALL, batches_of, corrupt_crc, open_log
 
 CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
           "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
@@ -75,11 +74,9 @@ def test_several_uncompressed_batches_of_one_payload_are_each_compressed():
 
 
 def test_a_bad_crc_is_refused_even_when_the_caller_defers_the_crc_check():
-    damaged = bytearray(producer_batch(Compression.NONE))
-    damaged[CRC_OFFSET] ^= 0xFF
     config = dataclasses.replace(SMALL, compression_type="gzip", segment_bytes=1 << 20)
     with pytest.raises(CorruptMessageError):
-        validate_records(bytes(damaged), config, NOW, check_crc=False)
+        validate_records(corrupt_crc(producer_batch(Compression.NONE)), config, NOW, check_crc=False)
 
 
 def test_a_batch_too_large_once_decompressed_is_refused():

@@ -11,8 +11,7 @@ import pytest
 from compatbroker import error_responses
 from compatbroker.error_responses import NoErrorResponse, error_response, has_rule
 from compatbroker.handlers import default_registry
-from compatbroker.protocol import (API_KEYS, RequestHeader, decode_request, decode_response, encode_request,
-                                   encode_response)
+from compatbroker.protocol import API_KEYS, decode_response, encode_response
 from compatbroker.protocol.data import Data
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import (AlterConfigsRequest, ApiVersionsRequest, CreatePartitionsRequest,
@@ -26,6 +25,7 @@ from compatbroker.protocol.messages import (AlterConfigsRequest, ApiVersionsRequ
                                             ProduceRequest, SyncGroupRequest)
 from compatbroker.protocol.records import build_batch
 from compatbroker.protocol.schema import load_schemas, snake_case
+from tests.handlers import helpers as handler_helpers
 
 ERROR = ErrorCode.NOT_LEADER_OR_FOLLOWER
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
@@ -158,10 +158,8 @@ def unserved_versions():
 
 def as_received(api_key: int, version: int, request):
     """The request as a client of `version` sends it: fields that version lacks keep their defaults."""
-    request_cls = API_KEYS[api_key][0]
-    fit(request, SCHEMAS[request_cls.NAME].struct, version)
-    header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=1, client_id="c")
-    return decode_request(encode_request(header, request))[1]
+    fit(request, SCHEMAS[API_KEYS[api_key][0].NAME].struct, version)
+    return handler_helpers.as_received(api_key, version, request)
 
 
 SCHEMAS = load_schemas()

@@ -14,6 +14,12 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embedded_suite"
 EXAMPLE_TESTS = 6
 
 
+def run_pytest(suite: Path, *options: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    """pytest run in `suite` as a user would run it there, writing no cache into it."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options], cwd=suite,
+                          capture_output=True, text=True, timeout=timeout_s, check=False)
+
+
 def test_the_plugin_is_registered_as_a_pytest11_entry_point():
     found = [entry.value for entry in entry_points(group="pytest11") if entry.name == "compatbroker"]
     assert found == ["compatbroker.pytest_plugin"], \
@@ -36,9 +42,7 @@ def test_loading_the_plugin_imports_nothing_of_the_broker():
 def test_the_example_suite_passes_with_nothing_but_the_installed_package(tmp_path, mode):
     suite = tmp_path / "suite"
     shutil.copytree(EXAMPLE, suite)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           f"--compatbroker-mode={mode}"], cwd=suite, capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = run_pytest(suite, f"--compatbroker-mode={mode}", timeout_s=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert f"{EXAMPLE_TESTS} passed" in done.stdout
 
@@ -54,8 +58,7 @@ def test_a_test_that_leaves_the_shared_broker_down_does_not_break_the_next(tmp_p
         "def test_finds_it_up_and_clean(compatbroker):\n"
         "    assert compatbroker.is_up\n"
         "    assert compatbroker.faults()['latency'] == []\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=suite,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run_pytest(suite)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "2 passed" in done.stdout
 
@@ -68,8 +71,6 @@ def test_command_line_options_reach_the_fixture_brokers(tmp_path):
         "    for broker in (compatbroker, compatbroker_fresh):\n"
         "        assert (broker.mode, broker.emulate) == ('subprocess', '3.9')\n"
         "        assert broker.control_url is not None\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--compatbroker-mode=subprocess", "--compatbroker-emulate=3.9"], cwd=suite,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run_pytest(suite, "--compatbroker-mode=subprocess", "--compatbroker-emulate=3.9")
     assert done.returncode == 0, done.stdout[-3000:]
     assert "1 passed" in done.stdout

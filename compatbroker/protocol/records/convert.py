@@ -35,8 +35,9 @@ def legacy_to_batches(message_set_buf, *, max_size):
 
     Uncompressed messages become one batch per run of consecutive offsets; a compressed wrapper becomes exactly one
     batch with the same codec: Kafka ignores the offsets inside a wrapper a client sends (sarama gives every inner
-    message of a magic 0 wrapper offset 0), so the records get consecutive offsets from the first one. Magic 0 has no timestamps, so they become -1 with
-    CreateTime; magic 1 keeps its timestamps and timestamp type. Offsets are kept; the broker restamps them.
+    message of a magic 0 wrapper offset 0), so the records get consecutive offsets from the first one. Magic 0 has
+    no timestamps, so they become -1 with CreateTime; magic 1 keeps its timestamps and timestamp type. Offsets are
+    kept; the broker restamps them.
     """
     out = bytearray()
     for kind, run in _runs(message_set_buf, max_size):

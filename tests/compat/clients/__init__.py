@@ -1,7 +1,8 @@
 """The real clients the compat suite drives, each behind the same adapter interface (see base.py).
 
 `load(name)` returns an adapter or raises MissingClient with the command that installs the client: a missing client
-is a failed test, never a skipped one. `bash tests/run.sh` installs all of them.
+is a failed test, never a skipped one (`load_or_fail` fails the test with that command). `bash tests/run.sh`
+installs all of them.
 """
 from __future__ import annotations
 
@@ -80,5 +81,15 @@ def load(name: str) -> ClientAdapter:
     raise ValueError(f"unknown client {name!r}")
 
 
+def load_or_fail(name: str) -> ClientAdapter:
+    """load() for a test: a missing client fails the test with the install command, without a traceback."""
+    try:
+        return load(name)
+    except MissingClient as exc:
+        missing = str(exc)
+    import pytest  # here, not at the top: member processes import this package too
+    pytest.fail(missing, pytrace=False)
+
+
 __all__ = ["ALL_CLIENT_NAMES", "CLIENT_NAMES", "ClientAdapter", "ClientError", "MissingClient", "load",
-           "require_executable"]
+           "load_or_fail", "require_executable"]

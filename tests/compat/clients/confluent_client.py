@@ -79,8 +79,7 @@ class ConfluentClient(ClientAdapter):
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         continue
                     raise ClientError(f"confluent-kafka consumer: {msg.error()}")
-                got.append(Consumed(msg.partition(), msg.offset(), msg.key(), msg.value(),
-                                    tuple(msg.headers() or ()), msg.timestamp()[1]))
+                got.append(_consumed(msg))
         finally:
             consumer.close()
         if len(got) < count:
@@ -127,8 +126,7 @@ class ConfluentClient(ClientAdapter):
                                             timeout=min(1.0, max(0.0, deadline - time.monotonic()))):
                     if msg.error():
                         raise ClientError(f"confluent-kafka group consumer: {msg.error()}")
-                    got.append(Consumed(msg.partition(), msg.offset(), msg.key(), msg.value(),
-                                        tuple(msg.headers() or ()), msg.timestamp()[1]))
+                    got.append(_consumed(msg))
             if len(got) < count:
                 raise ClientError(f"confluent-kafka group consumer: {len(got)} of {count} records within {timeout_s} s")
             consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in next_offsets(got).items()],
@@ -240,6 +238,11 @@ def _group_info(group) -> GroupInfo:
                     for m in group.members)
     return GroupInfo(group.group_id, _STATE_NAMES.get(group.state.name, group.state.name),
                      "" if group.is_simple_consumer_group else "consumer", group.partition_assignor, members)
+
+
+def _consumed(msg) -> Consumed:
+    return Consumed(msg.partition(), msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()),
+                    msg.timestamp()[1])
 
 
 def _positions(consumer, topic, partitions, start) -> list:

@@ -182,6 +182,14 @@ class KafkaPythonClient(ClientAdapter):
         return KafkaAdminClient(bootstrap_servers=bootstrap, client_id=f"compat-ka-{uuid.uuid4().hex[:6]}",
                                 request_timeout_ms=15000)
 
+    def create_topics(self, bootstrap: str, topics: dict[str, int]) -> None:
+        """CreateTopics: each named topic with its partition count."""
+        admin = self.admin(bootstrap)
+        try:
+            admin.create_topics({name: {"num_partitions": count} for name, count in topics.items()})
+        finally:
+            admin.close()
+
     def list_groups(self, bootstrap, states=()):
         admin = self.admin(bootstrap)
         try:

@@ -10,40 +10,9 @@
 // tests/compat/clients/member.py: `EVENT <json>` lines out, command lines in.
 'use strict'
 
-const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
-const SnappyCodec = require('kafkajs-snappy')
-const LZ4Module = require('kafkajs-lz4')
-const zstd = require('@bokuweb/zstd-wasm')
+const { Kafka, logLevel } = require('kafkajs')
+const { CODECS, fromB64, toHeaders } = require('./kafkajs_codecs')
 
-// kafkajs implements gzip itself; the other codecs plug in through CompressionCodecs.
-const LZ4Codec = LZ4Module.default || LZ4Module
-CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
-CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec
-// No maintained zstd codec for kafkajs builds on current node: wrap the WebAssembly build of libzstd.
-// It is initialised once: kafkajs decodes the batches of a fetch response concurrently, and an init() running
-// while another batch is being decompressed replaces the module under it (decompression then fails, code -72).
-let zstdReady = null
-const zstdInit = () => (zstdReady = zstdReady || zstd.init())
-CompressionCodecs[CompressionTypes.ZSTD] = () => ({
-  async compress (encoder) {
-    await zstdInit()
-    return Buffer.from(zstd.compress(encoder.buffer, 3))
-  },
-  async decompress (buffer) {
-    await zstdInit()
-    return Buffer.from(zstd.decompress(buffer))
-  }
-})
-
-const CODECS = {
-  none: CompressionTypes.None,
-  gzip: CompressionTypes.GZIP,
-  snappy: CompressionTypes.Snappy,
-  lz4: CompressionTypes.LZ4,
-  zstd: CompressionTypes.ZSTD
-}
-
-const fromB64 = s => (s === null ? null : Buffer.from(s, 'base64'))
 const toB64 = b => (b === null || b === undefined ? null : Buffer.from(b).toString('base64'))
 
 function stderrLogger () {
@@ -64,18 +33,6 @@ function client (spec, id, clientId) {
     // Fail fast: the tests want the first error, not a minute of retries.
     retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 }
   })
-}
-
-// Headers as kafkajs takes them: an object, a repeated name becoming an array (sent as consecutive headers).
-function toHeaders (pairs) {
-  const headers = {}
-  for (const [name, value] of pairs) {
-    const buf = fromB64(value)
-    if (!(name in headers)) headers[name] = buf
-    else if (Array.isArray(headers[name])) headers[name].push(buf)
-    else headers[name] = [headers[name], buf]
-  }
-  return headers
 }
 
 function fromHeaders (headers) {

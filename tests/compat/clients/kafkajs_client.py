@@ -1,7 +1,7 @@
 """kafkajs 2.2.4 on node, driven through kafkajs_client.js (one node process per call).
 
 kafkajs has no assign(): its consumers always join a consumer group, so consuming needs the group coordinator APIs,
-which a later issue brings: FindCoordinator v2, JoinGroup v5, SyncGroup v3, Heartbeat v3, OffsetFetch v4 and
+which it sends at these versions: FindCoordinator v2, JoinGroup v5, SyncGroup v3, Heartbeat v3, OffsetFetch v4 and
 LeaveGroup v3 (kafkajs' highest versions; autoCommit is off, so no OffsetCommit). Without FindCoordinator in
 ApiVersions kafkajs sends no group request at all and fails with KafkaJSGroupCoordinatorNotFound. Producing and
 ListOffsets (through its admin client) need only Metadata, Produce and ListOffsets.

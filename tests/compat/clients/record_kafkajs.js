@@ -8,50 +8,9 @@
 'use strict'
 
 const fs = require('fs')
-const { Kafka, CompressionTypes, CompressionCodecs, ConfigResourceTypes, logLevel } = require('kafkajs')
-const SnappyCodec = require('kafkajs-snappy')
-const LZ4Module = require('kafkajs-lz4')
-const zstd = require('@bokuweb/zstd-wasm')
-
-// kafkajs ships only gzip; the other codecs are plugged in the way their packages document.
-const LZ4Codec = LZ4Module.default || LZ4Module
-CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
-CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec
-// No maintained zstd codec builds on current node, so wrap the wasm build of the reference library.
-CompressionCodecs[CompressionTypes.ZSTD] = () => ({
-  async compress (encoder) {
-    await zstd.init()
-    return Buffer.from(zstd.compress(encoder.buffer, 3))
-  },
-  async decompress (buffer) {
-    await zstd.init()
-    return Buffer.from(zstd.decompress(buffer))
-  }
-})
-
-const CODECS = {
-  none: CompressionTypes.None,
-  gzip: CompressionTypes.GZIP,
-  snappy: CompressionTypes.Snappy,
-  lz4: CompressionTypes.LZ4,
-  zstd: CompressionTypes.ZSTD
-}
-
-const fromB64 = s => (s === null ? null : Buffer.from(s, 'base64'))
-
-// kafkajs takes headers as an object; a repeated header name becomes an array value, which
-// kafkajs writes as consecutive headers. The recorder keeps repeated names adjacent, so the
-// wire order equals the spec order.
-function toHeaders (pairs) {
-  const headers = {}
-  for (const [name, value] of pairs) {
-    const buf = fromB64(value)
-    if (!(name in headers)) headers[name] = buf
-    else if (Array.isArray(headers[name])) headers[name].push(buf)
-    else headers[name] = [headers[name], buf]
-  }
-  return headers
-}
+const { Kafka, ConfigResourceTypes, logLevel } = require('kafkajs')
+// The recorder keeps repeated header names adjacent, so the wire order equals the spec order.
+const { CODECS, fromB64, toHeaders } = require('./kafkajs_codecs')
 
 function toMessage (record) {
   return {

@@ -21,7 +21,7 @@ import (
 )
 
 type command struct {
-	Op            string      `json:"op"` // metadata, produce, consume, group, admin, version
+	Op            string      `json:"op"` // metadata, produce, consume, group, admin
 	Bootstrap     string      `json:"bootstrap"`
 	Version       string      `json:"version"` // sarama's Config.Version; empty keeps its default
 	Topic         string      `json:"topic"`
@@ -76,9 +76,6 @@ func fail(err error) {
 }
 
 func run(cmd command) (interface{}, error) {
-	if cmd.Op == "version" {
-		return map[string]string{"default_protocol": sarama.NewConfig().Version.String()}, nil
-	}
 	config, err := configFor(cmd)
 	if err != nil {
 		return nil, err
@@ -384,13 +381,8 @@ func admin(addrs []string, config *sarama.Config, cmd command) (interface{}, err
 func adminCallOn(clusterAdmin sarama.ClusterAdmin, call adminCall) (interface{}, error) {
 	switch call.Call {
 	case "create_topic":
-		entries := map[string]*string{}
-		for name, value := range call.Configs {
-			value := value
-			entries[name] = &value
-		}
 		detail := &sarama.TopicDetail{NumPartitions: call.Partitions, ReplicationFactor: call.Replication,
-			ConfigEntries: entries}
+			ConfigEntries: configEntries(call.Configs)}
 		return nil, clusterAdmin.CreateTopic(call.Topic, detail, call.ValidateOnly)
 	case "create_partitions":
 		return nil, clusterAdmin.CreatePartitions(call.Topic, call.Partitions, nil, call.ValidateOnly)
@@ -417,20 +409,25 @@ func adminCallOn(clusterAdmin sarama.ClusterAdmin, call adminCall) (interface{},
 	case "describe_config":
 		return describeConfig(clusterAdmin, call)
 	case "alter_config":
-		entries := map[string]*string{}
-		for name, value := range call.Configs {
-			value := value
-			entries[name] = &value
-		}
 		kind, err := resourceType(call.ResourceType)
 		if err != nil {
 			return nil, err
 		}
-		return nil, clusterAdmin.AlterConfig(kind, call.Name, entries, call.ValidateOnly)
+		return nil, clusterAdmin.AlterConfig(kind, call.Name, configEntries(call.Configs), call.ValidateOnly)
 	case "list_group_offsets":
 		return groupOffsets(clusterAdmin, call)
 	}
 	return nil, fmt.Errorf("unknown admin call %q", call.Call)
+}
+
+// configEntries: the configs as sarama takes them, each value behind a pointer of its own.
+func configEntries(configs map[string]string) map[string]*string {
+	entries := map[string]*string{}
+	for name, value := range configs {
+		value := value
+		entries[name] = &value
+	}
+	return entries
 }
 
 // describeTopics: name -> {"error": code, "leaders": partition -> leader}, from a Metadata request that asks the
