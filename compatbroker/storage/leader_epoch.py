@@ -14,9 +14,10 @@ UNDEFINED_OFFSET = -1
 
 
 class LeaderEpochCache:
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, *, exists: bool | None = None):
+        """`exists`: whether the file is there, when the caller knows (False spares trying to open it)."""
         self._file = leader_epoch_checkpoint(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
-        self._entries: list[tuple[int, int]] = self._file.read()
+        self._entries: list[tuple[int, int]] = [] if exists is False else self._file.read()
 
     @property
     def entries(self) -> list[tuple[int, int]]:

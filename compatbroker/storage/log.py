@@ -5,8 +5,8 @@ high watermark (on a single broker, the log end offset) and the recovery point (
 
 Concurrency: the broker calls everything from its event loop. The segment list is copy-on-write: roll, retention,
 truncation and compaction build a new tuple and swap it in, so a `read` works on the list it started with, and a
-`FileRegion` it returned keeps its segment's file open even after the segment is deleted. `flush()` only fsyncs and
-moves the recovery point, and may run in an executor thread while the loop keeps appending.
+`FileRegion` it returned keeps its segment's file open even after the segment is deleted or its handles evicted.
+`flush()` only fsyncs and moves the recovery point, and may run in an executor thread while the loop keeps appending.
 
 Flush policy (Kafka's), decided here but run by the caller, since an fsync must not block the event loop:
 - `flush.messages`: once that many offsets lie past the recovery point, `append` answers `flush_needed=True`; the
@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from ..protocol.records.batch import set_log_append_time, stamp_batch
 from ..protocol.wire import FileRegion
-from .checkpoints import fsync_directory
+from .checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_path
 from .errors import OffsetOutOfRangeError, PolicyViolationError, StorageError
 from .index_file import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
@@ -48,7 +48,7 @@ from .log_config import LogConfig
 from .producer_state import BatchMetadata, ProducerBatch, ProducerStateManager, producer_batch
 from .recovery import iter_batch_headers, recover_segment, recover_segments
 from .segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
-                      AppendBatch, LogSegment, segment_path)
+                      AppendBatch, LogSegment, segment_name, segment_path)
 from .time_index import TimestampOffset
 from .validator import CLIENT, CheckedBatch, validate_records, verify_crcs
 
@@ -120,7 +120,9 @@ class Log:
     """A partition log in `directory` (`<topic>-<partition>`). Build with `Log.open`."""
 
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, segments: tuple,
-                 log_start_offset: int, recovery_point: int, now_ms: int, *, crc_executor: Executor | None = None):
+                 log_start_offset: int, recovery_point: int, now_ms: int, *, crc_executor: Executor | None = None,
+                 names: set[str] | None = None):
+        """`names`: the files of `directory` when the caller has just listed it (saves listing it again)."""
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -129,12 +131,13 @@ class Log:
         self._bases: tuple[int, ...] = tuple(segment.base_offset for segment in segments)
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
-        self.epochs = LeaderEpochCache(directory)
-        self.producer_state = ProducerStateManager(directory)
+        self.epochs = LeaderEpochCache(directory, exists=None if names is None else LEADER_EPOCH_CHECKPOINT in names)
+        self.producer_state = ProducerStateManager(directory, names=names)
         self.crc_executor = crc_executor
         self._flush = _FlushState(last_flush_ms=now_ms)
         self._flush_lock = threading.Lock()  # one flush at a time (they run in executor threads)
         self._offsets_lock = threading.Lock()  # recovery point and roll bookkeeping, shared with the flush thread
+        self.closed = False
 
     # --- opening --------------------------------------------------------------------------------------------------
 
@@ -144,9 +147,12 @@ class Log:
              crc_executor: Executor | None = None) -> Log:
         """Load (or create) the log in `directory`, recovering what an unclean shutdown may have torn.
         `crc_executor` (one worker is enough) lets large appends check their CRC beside the write."""
-        os.makedirs(directory, exist_ok=True)
-        _finish_interrupted_operations(directory)
-        segments = _open_segments(directory, config, recovery_point, clean_shutdown, now_ms)
+        try:
+            names = _finish_interrupted_operations(directory)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            names = set()
+        segments = _open_segments(directory, names, config, recovery_point, clean_shutdown, now_ms)
         if not segments:
             segments = [_new_segment(directory, log_start_offset, config, now_ms)]
         else:
@@ -154,7 +160,7 @@ class Log:
         log_start_offset = max(log_start_offset, segments[0].base_offset)
         log_end_offset = segments[-1].next_offset
         log = cls(directory, topic, partition, config, tuple(segments), min(log_start_offset, log_end_offset),
-                  min(recovery_point, log_end_offset), now_ms, crc_executor=crc_executor)
+                  min(recovery_point, log_end_offset), now_ms, crc_executor=crc_executor, names=names)
         if not clean_shutdown and log.recovery_point < log_end_offset:
             log.flush()  # what recovery kept is now durable: it will not be scanned again
         log.epochs.truncate_from_end(log_end_offset)
@@ -305,7 +311,7 @@ class Log:
                 segment.flush()
             if new_files or any(segment.base_offset >= start for segment in segments):
                 try:
-                    fsync_directory(self.directory)  # a file created since: its name must survive a crash
+                    fsync_path(self.directory)  # a file created since: its name must survive a crash
                 except FileNotFoundError:
                     return  # the partition was deleted meanwhile
             with self._offsets_lock:
@@ -420,9 +426,8 @@ class Log:
         self._set_segments(keep)
         for segment in doomed:
             segment.delete_files()  # the .log descriptor closes with its last reader
+        keep[-1].make_active()
         keep[-1].truncate_to(offset)
-        if doomed:
-            keep[-1].make_active()
         self._after_truncation()
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.epochs.truncate_from_end(self.log_end_offset)
@@ -559,6 +564,7 @@ class Log:
             pass  # the partition directory was deleted: there is nothing left to restore
         for segment in self._segments:
             segment.close()
+        self.closed = True
 
     def __repr__(self):
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self.log_end_offset}, "
@@ -618,11 +624,11 @@ def _replayed_batches(segments: tuple[LogSegment, ...], start: int) -> Iterator[
             if holding is None:
                 continue
             position = holding.position
-        fd = segment.file.fd
-        for batch_position, header in iter_batch_headers(fd, position, segment.size):
+        file = segment.file
+        for batch_position, header in iter_batch_headers(file, position, segment.size):
             if header.producer_id < 0 or header.last_offset < start:
                 continue
-            raw = os.pread(fd, header.size, batch_position) if header.is_control else None
+            raw = os.pread(file.fd, header.size, batch_position) if header.is_control else None
             produced = producer_batch(header, header.base_offset, header.max_timestamp, raw)
             if produced is not None:
                 yield produced
@@ -664,29 +670,37 @@ def _base_offset_of(name: str) -> int | None:
     return int(stem) if len(stem) == 20 and stem.isdigit() else None
 
 
-def _finish_interrupted_operations(directory: str) -> None:
+def _finish_interrupted_operations(directory: str) -> set[str]:
     """Clean up after a crash: remove `.deleted`, `.cleaned` and `.tmp` files; complete `.swap` files (the
-    cleaner's output was complete when renamed to `.swap`, so the old segments it replaces are removed)."""
+    cleaner's output was complete when renamed to `.swap`, so the old segments it replaces are removed). Returns the
+    names of the files left in `directory`."""
     names = os.listdir(directory)
+    changed = False
     for name in names:
         if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
             os.unlink(os.path.join(directory, name))
+            changed = True
     for name in sorted(n for n in names if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)):
         base = _base_offset_of(name)
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             path = segment_path(directory, base, suffix)
             if os.path.exists(path + SWAP_SUFFIX):
                 os.replace(path + SWAP_SUFFIX, path)
-    for name in os.listdir(directory):
+                changed = True
+    if changed:
+        names = os.listdir(directory)
+    for name in names:
         if name.endswith(SWAP_SUFFIX):
             os.unlink(os.path.join(directory, name))
+            changed = True
+    return set(os.listdir(directory) if changed else names)
 
 
-def _open_segments(directory: str, config: LogConfig, recovery_point: int, clean_shutdown: bool,
+def _open_segments(directory: str, names: set[str], config: LogConfig, recovery_point: int, clean_shutdown: bool,
                    now_ms: int) -> list[LogSegment]:
-    """Open every segment; trust the indexes of flushed ones (rebuilding any that fail their check) and recover
-    the rest unless the last shutdown was clean."""
-    names = set(os.listdir(directory))
+    """Load every segment. Sealed ones that were flushed (all of them after a clean shutdown) open nothing: their
+    indexes are sanity-checked on first use. The rest are recovered unless the last shutdown was clean, and the last
+    segment becomes the active one."""
     bases = sorted(base for name in names if name.endswith(LOG_SUFFIX)
                    and (base := _base_offset_of(name)) is not None)
     for name in names:  # index files whose log is gone
@@ -695,17 +709,19 @@ def _open_segments(directory: str, config: LogConfig, recovery_point: int, clean
             os.unlink(os.path.join(directory, name))
     segments = []
     for position, base in enumerate(bases):
-        indexed = all(os.path.exists(segment_path(directory, base, s)) for s in (INDEX_SUFFIX, TIME_INDEX_SUFFIX))
+        following = bases[position + 1] if position + 1 < len(bases) else None
+        indexed = all(segment_name(base) + suffix in names for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX))
         segment = LogSegment(directory, base, index_interval_bytes=config.index_interval_bytes,
-                             max_index_size=config.segment_index_bytes, active=False, created_ms=now_ms)
-        flushed = clean_shutdown or (position + 1 < len(bases) and bases[position + 1] <= recovery_point)
-        if flushed and indexed:
+                             max_index_size=config.segment_index_bytes, active=following is None,
+                             created_ms=now_ms, next_offset=following)
+        flushed = clean_shutdown or (following is not None and following <= recovery_point)
+        if flushed and not indexed:
+            recover_segment(segment)
+        elif flushed and following is None:
             try:
                 segment.load_state()
             except IndexCorruptError:
                 recover_segment(segment)
-        elif flushed:
-            recover_segment(segment)
         segments.append(segment)
     if not clean_shutdown:
         result = recover_segments(segments, recovery_point)
@@ -713,7 +729,6 @@ def _open_segments(directory: str, config: LogConfig, recovery_point: int, clean
             segment.close()
             segment.delete_files()
         segments = result.kept
-    for segment in segments[:-1]:  # recovery preallocated their indexes
-        segment.offset_index.trim_to_valid_size()
-        segment.time_index.trim_to_valid_size()
+    for segment in segments[:-1]:
+        segment.seal_loaded()
     return segments

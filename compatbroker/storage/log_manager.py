@@ -13,14 +13,21 @@ Per-topic configuration overrides live in one data-dir level file, `compatbroker
 (`{"<topic>": {"<config name>": "<value>", ...}}`), written atomically. Kafka keeps overrides in its metadata log,
 which we do not have; a file beside the partition directories is ignored by Kafka's own tools.
 
+Creating partitions (`create_topic`, `create_partitions`) is all or nothing, as in Kafka: if one fails (out of
+descriptors, of disk space), the ones already created by the call are closed and removed before the error is
+raised. The fsyncs (of each `partition.metadata`, each partition directory, and the data directory once) come at the
+end of the call, before it returns.
+
 Deleting a partition renames its directory to `<topic>-<partition>.<uuid hex>-delete` (Kafka's name) before
 removing it, so a crash halfway leaves nothing that loads as a partition; leftovers are removed at start-up.
 
 The manager runs the periodic work when the broker asks: `flush_due` (flush.ms, and the fsync of rolled segments:
 call it every second or so even when flush.ms is Kafka's "never", and in an executor, since it fsyncs),
 `checkpoint` (recovery points and log start offsets), `run_retention`, `run_cleaner` (or
-`prepare_clean`/`commit_clean` for an executor). It owns one worker thread that the logs share to check the CRC of
-large appends beside their write (see `Log`).
+`prepare_clean`/`commit_clean` for an executor). `write_checkpoints` may run in executor threads, several at once:
+each file is written in turn, newest state last (see `checkpoints`); the temp files of writes a crash interrupted
+are removed at start-up. It owns one worker thread that the logs share to check the CRC of large appends beside
+their write (see `Log`).
 """
 from __future__ import annotations
 
@@ -32,8 +39,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .checkpoints import (CLEAN_SHUTDOWN_MARKER, CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
                           META_PROPERTIES, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, CheckpointError,
-                          fsync_directory, read_offsets, read_partition_metadata, read_properties, uuid_to_string,
-                          write_atomically, write_offsets, write_partition_metadata, write_properties)
+                          WriteTicket, fsync_path, read_offsets, read_partition_metadata,
+                          read_properties, remove_temp_files, uuid_to_string, write_atomically, write_offsets,
+                          write_partition_metadata, write_properties)
 from .cleaner import CleanPlan, commit_clean, needs_cleaning, prepare_clean
 from .errors import LogDirError
 from .log import Log
@@ -59,19 +67,29 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
 
 
 def _write_log_start_offsets(data_dir: str, logs: dict[TopicPartition, Log]) -> None:
-    write_offsets(os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT),
-                  {tp: log.log_start_offset for tp, log in logs.items() if log.log_start_offset > 0})
+    path = os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT)
+    write_offsets(path, lambda: {tp: log.log_start_offset for tp, log in _open_logs(logs) if log.log_start_offset > 0},
+                  ticket=WriteTicket(path))
+
+
+def _open_logs(logs: dict[TopicPartition, Log]) -> list[tuple[TopicPartition, Log]]:
+    return [(tp, log) for tp, log in logs.items() if not log.closed]  # a closed log was deleted meanwhile
 
 
 def write_checkpoints(data_dir: str, logs: dict[TopicPartition, Log],
                       first_dirty_offsets: dict[TopicPartition, int]) -> None:
     """Write the recovery points, log start offsets and cleaner offsets of `logs`. Safe in an executor thread
-    given copies of the manager's dicts (the loop may add a partition meanwhile)."""
-    write_offsets(os.path.join(data_dir, RECOVERY_POINT_CHECKPOINT),
-                  {tp: log.recovery_point for tp, log in logs.items()})
-    _write_log_start_offsets(data_dir, logs)
-    write_offsets(os.path.join(data_dir, CLEANER_OFFSET_CHECKPOINT),
-                  {tp: offset for tp, offset in first_dirty_offsets.items() if tp in logs})
+    given copies of the manager's dicts (the loop may add a partition meanwhile), and beside another call: each
+    file is written in turn, with the values read once the turn has come, and a call that started before one that
+    has already written a file leaves that file alone (its copy of the dicts is the older)."""
+    paths = [os.path.join(data_dir, name) for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
+                                                        CLEANER_OFFSET_CHECKPOINT)]
+    tickets = [WriteTicket(path) for path in paths]
+    write_offsets(paths[0], lambda: {tp: log.recovery_point for tp, log in _open_logs(logs)}, ticket=tickets[0])
+    write_offsets(paths[1], lambda: {tp: log.log_start_offset for tp, log in _open_logs(logs)
+                                     if log.log_start_offset > 0}, ticket=tickets[1])
+    write_offsets(paths[2], lambda: {tp: offset for tp, offset in first_dirty_offsets.items()
+                                     if tp in logs and not logs[tp].closed}, ticket=tickets[2])
 
 
 class LogManager:
@@ -96,6 +114,7 @@ class LogManager:
     def startup(self, now_ms: int) -> None:
         """Check `meta.properties`, then load every partition, recovering those a crash may have torn."""
         os.makedirs(self.data_dir, exist_ok=True)
+        remove_temp_files(self.data_dir)  # of checkpoint writes a crash interrupted
         self._ensure_meta_properties()
         self.topic_overrides = self._read_topic_configs()
         marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
@@ -103,29 +122,31 @@ class LogManager:
         recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
         start_offsets = self._read_checkpoint(LOG_START_OFFSET_CHECKPOINT)
         self.first_dirty_offsets = self._read_checkpoint(CLEANER_OFFSET_CHECKPOINT)
-        for name in sorted(os.listdir(self.data_dir)):
+        configs: dict[str, LogConfig] = {}
+        with os.scandir(self.data_dir) as entries:
+            directories = sorted(entry.name for entry in entries if entry.is_dir())
+        for name in directories:
             path = os.path.join(self.data_dir, name)
-            if not os.path.isdir(path):
-                continue
             if name.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(path, ignore_errors=True)
                 continue
             tp = parse_partition_dir(name)
             if tp is None:
                 continue
-            self._load_partition(tp, path, recovery_points.get(tp, 0), start_offsets.get(tp, 0), now_ms)
+            config = configs.get(tp[0]) or configs.setdefault(tp[0], self.log_config(tp[0]))
+            self._load_partition(tp, path, config, recovery_points.get(tp, 0), start_offsets.get(tp, 0), now_ms)
         if self.clean_shutdown:
             os.unlink(marker)  # from now on a crash must trigger recovery
         self.checkpoint()
 
-    def _load_partition(self, tp: TopicPartition, path: str, recovery_point: int, start_offset: int,
-                        now_ms: int) -> None:
+    def _load_partition(self, tp: TopicPartition, path: str, config: LogConfig, recovery_point: int,
+                        start_offset: int, now_ms: int) -> None:
         topic_id = read_partition_metadata(os.path.join(path, PARTITION_METADATA))
         if topic_id is not None:
             known = self.topic_ids.setdefault(tp[0], topic_id)
             if known != topic_id:
                 raise LogDirError(f"{path}: topic id {topic_id} differs from {known} of the other partitions")
-        self.logs[tp] = Log.open(path, tp[0], tp[1], self.log_config(tp[0]), log_start_offset=start_offset,
+        self.logs[tp] = Log.open(path, tp[0], tp[1], config, log_start_offset=start_offset,
                                  recovery_point=recovery_point, clean_shutdown=self.clean_shutdown, now_ms=now_ms,
                                  crc_executor=self.crc_executor)
 
@@ -197,31 +218,79 @@ class LogManager:
 
     def create_topic(self, topic: str, partitions: int, *, now_ms: int, topic_id: uuid.UUID | None = None,
                      overrides: dict | None = None) -> uuid.UUID:
-        """Create the partition directories of a new topic (ConfigError for a bad override)."""
+        """Create the partition directories of a new topic (ConfigError for a bad override). All or nothing, as in
+        Kafka: when a partition cannot be created (EMFILE, ENOSPC, ...), those already created are closed and
+        removed, the topic id and overrides forgotten, and the error raised."""
         overrides = {name: str(value) for name, value in (overrides or {}).items()}
         self.default_config.with_overrides(overrides)  # validate before touching the disk
-        topic_id = topic_id or self.topic_ids.get(topic) or uuid.uuid4()
+        known_id = self.topic_ids.get(topic)
+        topic_id = topic_id or known_id or uuid.uuid4()
         self.topic_ids[topic] = topic_id
-        if overrides:
-            self.topic_overrides[topic] = overrides
-            self._write_topic_configs()
-        for partition in range(partitions):
-            self.create_log(topic, partition, now_ms=now_ms)
+        try:
+            if overrides:
+                self.topic_overrides[topic] = overrides
+                self._write_topic_configs()
+            self.create_partitions(topic, range(partitions), now_ms=now_ms)
+        except BaseException:
+            self._forget_topic(topic, known_id)
+            raise
         return topic_id
+
+    def _forget_topic(self, topic: str, known_id: uuid.UUID | None) -> None:
+        """Undo what a failed create_topic recorded (its partitions are already gone)."""
+        if any(tp[0] == topic for tp in self.logs):
+            return  # partitions of the topic existed before: it stays
+        if known_id is None:
+            self.topic_ids.pop(topic, None)
+        if self.topic_overrides.pop(topic, None) is not None:
+            try:
+                self._write_topic_configs()
+            except OSError:
+                pass  # left as it was: the next write of the file corrects it
+
+    def create_partitions(self, topic: str, partitions, *, now_ms: int) -> list[Log]:
+        """Create these partitions of `topic` (those that exist already are left alone), all or nothing: if one
+        fails, the ones created by this call are closed and their directories removed, then the error is raised.
+        The data directory is fsynced once at the end, which makes every new partition directory durable."""
+        created: list[Log] = []
+        try:
+            for partition in partitions:
+                if (topic, partition) not in self.logs:
+                    created.append(self._create_log(topic, partition, now_ms))
+            # The fsyncs come last, together: on ext4 a file created after an fsync waits for its journal commit.
+            for log in created:
+                fsync_path(os.path.join(log.directory, PARTITION_METADATA))
+                fsync_path(log.directory)
+            fsync_path(self.data_dir)
+        except BaseException:
+            for log in created:
+                try:
+                    self.delete_log(log.topic, log.partition)
+                except OSError:
+                    pass  # best effort: what is left is loaded (or removed) like any partition at start-up
+            raise
+        return created
 
     def create_log(self, topic: str, partition: int, *, now_ms: int) -> Log:
         """Create (or return) one partition's log; the topic id must be known (create_topic sets it)."""
-        tp = (topic, partition)
-        if tp in self.logs:
-            return self.logs[tp]
+        return self.logs.get((topic, partition)) or self.create_partitions(topic, [partition], now_ms=now_ms)[0]
+
+    def _create_log(self, topic: str, partition: int, now_ms: int) -> Log:
+        """One partition's directory, `partition.metadata` and log. The directory is removed again if the log
+        cannot be opened; the caller fsyncs `partition.metadata`, the partition directory and the data directory."""
         topic_id = self.topic_ids.setdefault(topic, uuid.uuid4())
         path = os.path.join(self.data_dir, partition_dir_name(topic, partition))
+        made = not os.path.isdir(path)
         os.makedirs(path, exist_ok=True)
-        write_partition_metadata(os.path.join(path, PARTITION_METADATA), topic_id)
-        fsync_directory(self.data_dir)  # the partition directory itself must survive a crash
-        log = Log.open(path, topic, partition, self.log_config(topic), now_ms=now_ms, clean_shutdown=True,
-                       crc_executor=self.crc_executor)
-        self.logs[tp] = log
+        try:
+            write_partition_metadata(os.path.join(path, PARTITION_METADATA), topic_id, sync=False)
+            log = Log.open(path, topic, partition, self.log_config(topic), now_ms=now_ms, clean_shutdown=True,
+                           crc_executor=self.crc_executor)
+        except BaseException:
+            if made:
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        self.logs[(topic, partition)] = log
         return log
 
     def delete_topic(self, topic: str) -> None:

@@ -24,15 +24,17 @@ class OffsetIndex(IndexFile):
     @property
     def last_offset(self) -> int:
         """Offset of the last entry, or the base offset when empty."""
-        if not self._entries:
+        count = self.entries
+        if not count:
             return self.base_offset
-        return self.base_offset + self.entry(self._entries - 1)[0]
+        return self.base_offset + self.entry(count - 1)[0]
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry; offsets must ascend. A full index raises IndexError (the segment should have rolled)."""
-        if self._entries >= self._max_entries:
-            raise IndexError(f"offset index {self.path} is full ({self.entries} entries)")
-        if self._entries and offset <= self.last_offset:
+        count = self.entries
+        if count >= self.max_entries:
+            raise IndexError(f"offset index {self.path} is full ({count} entries)")
+        if count and offset <= self.last_offset:
             raise ValueError(f"index entry for offset {offset} does not follow {self.last_offset}")
         self._append_entry(offset - self.base_offset, position)
 

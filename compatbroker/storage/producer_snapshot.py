@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from crc32c import crc32c
 
+from . import checkpoints
 from .checkpoints import write_atomically
 from .errors import CorruptSnapshotError
 
@@ -55,10 +57,11 @@ def snapshot_path(directory: str, offset: int) -> str:
     return os.path.join(directory, f"{offset:020d}{SNAPSHOT_SUFFIX}")
 
 
-def snapshot_offsets(directory: str) -> list[int]:
-    """Offsets of the snapshot files in `directory`, ascending (names that are not 20 digits are ignored)."""
+def snapshot_offsets(directory: str, names: Iterable[str] | None = None) -> list[int]:
+    """Offsets of the snapshot files in `directory` (whose file `names` the caller may give), ascending (names that
+    are not 20 digits are ignored)."""
     offsets = []
-    for name in os.listdir(directory):
+    for name in os.listdir(directory) if names is None else names:
         stem = name[:-len(SNAPSHOT_SUFFIX)]
         if name.endswith(SNAPSHOT_SUFFIX) and len(stem) == 20 and stem.isdigit():
             offsets.append(int(stem))
@@ -95,21 +98,17 @@ def read_snapshot(path: str) -> list[SnapshotEntry]:
 
 def write_snapshot(path: str, entries: list[SnapshotEntry], *, sync: bool) -> None:
     """Write a snapshot file. With `sync`, the file and its directory entry are durable on return; without, the
-    caller fsyncs the file later (see `fsync_file`) and a crash before that at worst leaves a file that fails
+    caller fsyncs the file later (see `fsync_path`) and a crash before that at worst leaves a file that fails
     its CRC or is missing."""
     write_atomically(path, encode_snapshot(entries), sync=sync)
 
 
-def fsync_file(path: str) -> None:
+def fsync_path(path: str) -> None:
     """fsync a file written earlier without `sync`; a file deleted meanwhile is skipped."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        checkpoints.fsync_path(path)
     except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        pass
 
 
 def delete_snapshot(directory: str, offset: int) -> None:

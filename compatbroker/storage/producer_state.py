@@ -37,7 +37,7 @@ from ..protocol.records.control import TransactionMarker, parse_control_record
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError
 from .errors import (CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError,
                      UnknownProducerIdError)
-from .producer_snapshot import (SnapshotEntry, delete_snapshot, fsync_file, read_snapshot, snapshot_offsets,
+from .producer_snapshot import (SnapshotEntry, delete_snapshot, fsync_path, read_snapshot, snapshot_offsets,
                                 snapshot_path, write_snapshot)
 from .validator import CLIENT
 
@@ -216,10 +216,11 @@ class ProducerStateManager:
 
     Called from the event loop, except `sync_snapshots`, which the log's flush runs in an executor thread."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, *, names: Iterable[str] | None = None):
+        """`names`: the files of `directory`, when the caller has just listed it."""
         self.directory = directory
         self._producers: dict[int, ProducerStateEntry] = {}
-        self._snapshots: list[int] = snapshot_offsets(directory)  # ascending
+        self._snapshots: list[int] = snapshot_offsets(directory, names)  # ascending
         self._unsynced: list[int] = []  # snapshots written without fsync, for the next flush
         self._unsynced_lock = threading.Lock()
 
@@ -315,7 +316,7 @@ class ProducerStateManager:
         with self._unsynced_lock:
             pending, self._unsynced = self._unsynced, []
         for offset in pending:
-            fsync_file(snapshot_path(self.directory, offset))
+            fsync_path(snapshot_path(self.directory, offset))
         return bool(pending)
 
     def load(self, log_start_offset: int, log_end_offset: int) -> int | None:

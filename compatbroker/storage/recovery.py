@@ -7,7 +7,8 @@ valid when its header parses (magic 2, a length of at least a header), it fits i
 previous batch, and its CRC-32C matches. The segment is truncated at the first invalid byte, its indexes are rebuilt
 from the valid batches, and every later segment is deleted: nothing after a hole can be trusted.
 
-Segments wholly before the recovery point are trusted (they were fsynced) and only sanity-checked by the caller.
+Segments wholly before the recovery point are trusted (they were fsynced) and only sanity-checked: a sealed one on
+its first use (`LogSegment.offset_index`), which recovers it when its indexes fail the check.
 
 Producer state is rebuilt after recovery, from the batches recovery kept (`iter_batch_headers` reads their headers),
 so a batch cut off here never counts as written for deduplication either.
@@ -22,7 +23,7 @@ from crc32c import crc32c
 
 from ..protocol.records.batch import (ATTRIBUTES_OFFSET, HEADER, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH,
                                       RECORD_BATCH_OVERHEAD, BatchHeader)
-from .segment import LogSegment
+from .segment import LogSegment, SegmentFile
 
 _READ_CHUNK = 4 << 20
 _HEADER_CHUNK = 64 << 10  # header scans: many small batches per read, little wasted on large ones
@@ -37,12 +38,14 @@ class ValidBatch(NamedTuple):
     max_timestamp: int
 
 
-def iter_valid_batches(fd: int, end: int, segment_base_offset: int) -> Iterator[ValidBatch]:
-    """Yield the batches of the file `fd` from position 0 while they are valid; stop at the first invalid one.
+def iter_valid_batches(file: SegmentFile, end: int, segment_base_offset: int) -> Iterator[ValidBatch]:
+    """Yield the batches of `file` from position 0 while they are valid; stop at the first invalid one. The file
+    object is held (not its bare descriptor), so it stays open while the scan is suspended.
 
     Reads the file in large chunks and checks CRCs on views of them, so a 1 GiB segment costs a read of it and one
     CRC pass, not a Python call per byte.
     """
+    fd = file.fd
     buf, buf_start, pos = b"", 0, 0
     next_offset = segment_base_offset
     while pos + RECORD_BATCH_OVERHEAD <= end:
@@ -68,10 +71,12 @@ def iter_valid_batches(fd: int, end: int, segment_base_offset: int) -> Iterator[
         pos += size
 
 
-def iter_batch_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
-    """Yield (position, header) of the batches of the file `fd` from position `start` to `end`, without reading
-    the records or checking CRCs (the bytes were recovered or fsynced already). Stops at a batch that does not fit.
+def iter_batch_headers(file: SegmentFile, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) of the batches of `file` from position `start` to `end`, without reading the
+    records or checking CRCs (the bytes were recovered or fsynced already). Stops at a batch that does not fit.
+    The file object is held, so it stays open while the scan is suspended.
     """
+    fd = file.fd
     buf, buf_start, pos = b"", start, start
     while pos + RECORD_BATCH_OVERHEAD <= end:
         rel = pos - buf_start
@@ -90,7 +95,7 @@ def recover_segment(segment: LogSegment) -> int:
     """Rebuild the segment's indexes from its valid batches and cut the file after them; returns bytes cut."""
     segment.reset_for_recovery()
     valid_end = 0
-    for batch in iter_valid_batches(segment.file.fd, segment.size, segment.base_offset):
+    for batch in iter_valid_batches(segment.file, segment.size, segment.base_offset):
         segment.index_recovered_batch(batch.position, batch.size, batch.last_offset, batch.max_timestamp)
         valid_end = batch.position + batch.size
     truncated = segment.size - valid_end

@@ -26,7 +26,7 @@ from .segment import LogSegment
 def _largest_timestamp(segment: LogSegment) -> int:
     if segment.max_timestamp_so_far >= 0:
         return segment.max_timestamp_so_far
-    return int(os.stat(segment.file.path).st_mtime * 1000)
+    return int(os.stat(segment.log_path).st_mtime * 1000)  # by path: no need to open a sealed segment
 
 
 def expired_segment_count(log: Log, now_ms: int) -> int:

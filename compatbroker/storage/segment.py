@@ -4,13 +4,21 @@ The three files are named by the segment's base offset in 20 digits (`0000000000
 batches back to back, byte for byte as stored by Kafka. A segment only ever grows at its end while it is active;
 after a roll it is sealed and never written again (the cleaner writes replacement segments instead).
 
+Descriptors, as in Kafka, about one per partition: the active segment keeps its `.log` open and its indexes in
+memory (written to their files on flush, seal and close). A sealed segment opens nothing until it is used; then its
+`.log` is opened and its indexes mapped, and `open_segments`, one small LRU for the whole process, releases the
+least recently used past `OPEN_SEALED_SEGMENTS`.
+
 Readers get `(SegmentFile, position, length)` regions. `SegmentFile` owns the descriptor and closes it when the last
-holder lets go, so a region taken before the segment was deleted still reads the bytes it covered.
+holder lets go, so a region taken before the segment was deleted or evicted still reads the bytes it covered.
 """
 from __future__ import annotations
 
+import errno
 import os
 import struct
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -44,13 +52,15 @@ def segment_path(directory: str, base_offset: int, suffix: str) -> str:
 
 class SegmentFile:
     """The open `.log` file of a segment. `fileno()` serves `os.sendfile`/`os.pread`; the descriptor is closed by
-    `close()` (shutdown) or when the last reference goes away (a deleted segment still held by a reader)."""
+    `close()` (shutdown) or when the last reference goes away (a deleted or evicted segment still held by a reader).
+    """
 
     __slots__ = ("fd", "path")
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, create: bool = True):
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = -1
+        self.fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
 
     def fileno(self) -> int:
         return self.fd
@@ -65,6 +75,53 @@ class SegmentFile:
 
     def __repr__(self):
         return f"SegmentFile({self.path!r})"
+
+
+class OpenSegments:
+    """The sealed segments that hold open handles (their `.log` descriptor, their index mappings). Past `capacity`,
+    the least recently used is released: the segment drops its references, and each file closes when its last
+    holder (a FileRegion, a scan in progress) lets go. Shared by every log of the process; a lock makes it usable
+    from the cleaner's thread too.
+
+    "Least recently used" is the clock approximation: a read only sets the segment's `recently_used` flag (no lock
+    on the read path); eviction, which happens when a segment opens, passes over flagged segments once, clearing
+    the flag, and releases the first one found unflagged."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._segments: OrderedDict[LogSegment, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, segment: LogSegment) -> None:
+        """`segment` has opened a handle: count it, and release the least recently used past capacity."""
+        evicted = []
+        with self._lock:
+            self._segments[segment] = None
+            while len(self._segments) > max(self.capacity, 1):
+                oldest, _ = self._segments.popitem(last=False)
+                if oldest is segment:
+                    self._segments[oldest] = None  # it is being used right now
+                elif oldest.recently_used:
+                    oldest.recently_used = False
+                    self._segments[oldest] = None  # a second chance
+                else:
+                    evicted.append(oldest)
+        for old in evicted:
+            old.release_handles()
+
+    def discard(self, segment: LogSegment) -> None:
+        with self._lock:
+            self._segments.pop(segment, None)
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+
+# How many sealed segments may hold open handles at once, over all logs (each: the `.log` descriptor, and before
+# Python 3.13 one descriptor inside each index mapping). Not a Kafka setting: Kafka maps indexes without keeping
+# descriptors, and opens sealed segments lazily the same way.
+OPEN_SEALED_SEGMENTS = 128
+open_segments = OpenSegments(OPEN_SEALED_SEGMENTS)
 
 
 class BatchEntry(NamedTuple):
@@ -86,33 +143,133 @@ class AppendBatch(NamedTuple):
 
 
 class LogSegment:
-    """A segment's files and the in-memory facts derived from them (size, next offset, max timestamp)."""
+    """A segment's files and the in-memory facts derived from them (size, next offset, max timestamp).
+
+    The active segment keeps its `.log` open and its indexes in memory. A sealed one opens nothing until it is used:
+    `file` opens the `.log`, the indexes map themselves, and `open_segments` bounds how many stay open. Code that
+    reads a file across calls (scans, FileRegions) holds the `SegmentFile` object, never its bare descriptor.
+    """
 
     def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int, max_index_size: int,
-                 active: bool, created_ms: int = 0, suffix: str = ""):
-        """Open the segment's files, named `<base offset>.log<suffix>` and so on (the cleaner writes its output
-        under a suffix and renames it into place)."""
+                 active: bool, created_ms: int = 0, suffix: str = "", next_offset: int | None = None):
+        """The segment named `<base offset>.log<suffix>` and so on (the cleaner writes its output under a suffix
+        and renames it into place). An `active` one is opened now (files created if missing); a sealed one (its
+        `next_offset` being the next segment's base offset) only has its size read, and its indexes are
+        sanity-checked on first use."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.max_index_size = max_index_size
-        self.file = SegmentFile(segment_path(directory, base_offset, LOG_SUFFIX) + suffix)
-        self.size = os.fstat(self.file.fd).st_size
-        self.offset_index = OffsetIndex(segment_path(directory, base_offset, INDEX_SUFFIX) + suffix, base_offset,
-                                        max_index_size, preallocate=active)
-        self.time_index = TimeIndex(segment_path(directory, base_offset, TIME_INDEX_SUFFIX) + suffix, base_offset,
-                                    max_index_size, preallocate=active)
+        self._active = active
+        self._log_path = segment_path(directory, base_offset, LOG_SUFFIX) + suffix
+        self._file: SegmentFile | None = None
+        if active:
+            self._file = SegmentFile(self._log_path)
+            self.size = os.fstat(self._file.fd).st_size
+        else:
+            self.size = os.stat(self._log_path).st_size
+        read_indexes = active and self.size > 0  # an empty log's indexes can hold nothing: not worth reading
+        self._offset_index = OffsetIndex(segment_path(directory, base_offset, INDEX_SUFFIX) + suffix, base_offset,
+                                         max_index_size, in_memory=read_indexes, on_map=self._index_mapped)
+        self._time_index = TimeIndex(segment_path(directory, base_offset, TIME_INDEX_SUFFIX) + suffix, base_offset,
+                                     max_index_size, in_memory=read_indexes, on_map=self._index_mapped)
+        if active and not read_indexes:
+            self._offset_index.start_empty()
+            self._time_index.start_empty()
+        self._indexes_checked = active
         self.created_ms = created_ms
-        self.next_offset = base_offset
-        self.max_timestamp_so_far = NO_TIMESTAMP
-        self.offset_of_max_timestamp = base_offset
+        self.next_offset = base_offset if next_offset is None else next_offset
+        self._max_timestamp: int | None = NO_TIMESTAMP if active else None  # None: read from the time index
+        self._offset_of_max_timestamp = base_offset
         self._bytes_since_last_index_entry = 0
         self._rolling_timestamp: int | None = None
+        self._closed = False
+        self.recently_used = False  # for `open_segments`
         # Fetches repeat themselves: a partition that did not fit a response is asked for at the same offset next
         # time, and a consumer that got data asks for the offset right after it. Remembering the batch found last
         # and where the last read ended spares the index lookup and most header reads. Truncation forgets both.
         self._last_found: BatchEntry | None = None
         self._after_last_read: tuple[int, int] | None = None  # (next offset, position of the batch holding it)
+
+    # --- handles --------------------------------------------------------------------------------------------------
+
+    @property
+    def file(self) -> SegmentFile:
+        """The open `.log` file (opened now for a sealed segment that had none)."""
+        file = self._file
+        if file is None:
+            file = self._file = SegmentFile(self._log_path, create=False)
+            open_segments.add(self)
+        self.recently_used = True
+        return file
+
+    @property
+    def log_path(self) -> str:
+        return self._log_path
+
+    def _index_mapped(self) -> None:
+        if not self._active:
+            open_segments.add(self)
+
+    def release_handles(self) -> None:
+        """Drop this sealed segment's handles (`open_segments` evicts it); they open again on next use."""
+        if self._active:
+            return
+        self._file = None
+        self._offset_index.release()
+        self._time_index.release()
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if not self._indexes_checked:
+            self._check_indexes()
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if not self._indexes_checked:
+            self._check_indexes()
+        return self._time_index
+
+    def _check_indexes(self) -> None:
+        """Kafka's sanity check of a sealed segment's indexes, on their first use after loading; indexes that fail
+        it are rebuilt from the log (with a recovery of the segment, as Kafka does)."""
+        self._indexes_checked = True
+        try:
+            self._offset_index.sanity_check(max(self.size, 1))
+            self._time_index.sanity_check(self.next_offset)
+        except IndexCorruptError:
+            from .recovery import recover_segment  # recovery builds on this module
+            next_offset = self.next_offset
+            recover_segment(self)
+            self.next_offset = max(self.next_offset, next_offset)
+            self._offset_index.seal()
+            self._time_index.seal()
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        if self._max_timestamp is None:
+            self._load_max_timestamp()
+        return self._max_timestamp
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        self._max_timestamp = value
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        if self._max_timestamp is None:
+            self._load_max_timestamp()
+        return self._offset_of_max_timestamp
+
+    @offset_of_max_timestamp.setter
+    def offset_of_max_timestamp(self, value: int) -> None:
+        self._offset_of_max_timestamp = value
+
+    def _load_max_timestamp(self) -> None:
+        """A sealed segment's largest timestamp is its time index's last entry (written when it was sealed)."""
+        entry = self.time_index.last_entry
+        self._max_timestamp, self._offset_of_max_timestamp = entry.timestamp, entry.offset
 
     # --- opening --------------------------------------------------------------------------------------------------
 
@@ -125,11 +282,15 @@ class LogSegment:
                 os.unlink(segment_path(directory, base_offset, suffix))
             except FileNotFoundError:
                 pass
-        return cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
-                   max_index_size=max_index_size, active=True, created_ms=now_ms)
+        segment = cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
+                      max_index_size=max_index_size, active=True, created_ms=now_ms)
+        segment._offset_index.create_file()
+        segment._time_index.create_file()
+        return segment
 
     def load_state(self) -> None:
-        """Derive next offset and max timestamp from trusted indexes and the tail of the `.log` file.
+        """Derive next offset and max timestamp of the active segment from its trusted indexes and the tail of
+        the `.log` file.
 
         Raises IndexCorruptError when the indexes disagree with the log; the caller then recovers the segment.
         """
@@ -140,10 +301,9 @@ class LogSegment:
             pass
         self.next_offset = last.last_offset + 1 if last else self.base_offset
         if last is None and self.size:
-            raise IndexCorruptError(f"{self.file.path}: no whole batch after index position {start}")
+            raise IndexCorruptError(f"{self._log_path}: no whole batch after index position {start}")
         self.time_index.sanity_check(self.next_offset)
-        entry = self.time_index.last_entry
-        self.max_timestamp_so_far, self.offset_of_max_timestamp = entry.timestamp, entry.offset
+        self._load_max_timestamp()
 
     # --- scanning -------------------------------------------------------------------------------------------------
 
@@ -154,7 +314,8 @@ class LogSegment:
         """
         end = self.size if end_position is None else min(end_position, self.size)
         pos = start_position
-        fd = self.file.fd
+        file = self.file  # held: the descriptor stays open while the scan is suspended, even if evicted
+        fd = file.fd
         want = _FIRST_SCAN_CHUNK  # most lookups need one header: start small, read more if the scan goes on
         while pos + RECORD_BATCH_OVERHEAD <= end:
             chunk = os.pread(fd, min(want, end - pos), pos)
@@ -172,7 +333,8 @@ class LogSegment:
                 return
 
     def read_bytes(self, position: int, length: int) -> bytes:
-        return os.pread(self.file.fd, length, position)
+        file = self.file  # held across the call: an eviction elsewhere must not close it under the read
+        return os.pread(file.fd, length, position)
 
     # --- appending ------------------------------------------------------------------------------------------------
 
@@ -188,7 +350,7 @@ class LogSegment:
             if verify is not None:
                 verify()
         except BaseException:
-            os.ftruncate(self.file.fd, self.size)
+            os.ftruncate(self._file.fd, self.size)
             raise
         position = self.size
         for batch in batches:
@@ -201,10 +363,11 @@ class LogSegment:
         one byte per item (bytes, or memoryviews cast to "B")."""
         pending = list(buffers)
         position = self.size
+        fd = self._file.fd
         while pending:
-            written = os.pwritev(self.file.fd, pending[:_IOV_MAX], position)
+            written = os.pwritev(fd, pending[:_IOV_MAX], position)
             if written == 0:
-                raise OSError(f"no progress writing {self.file.path}")
+                raise OSError(f"no progress writing {self._log_path}")
             position += written
             while pending and written >= len(pending[0]):
                 written -= len(pending.pop(0))
@@ -215,12 +378,13 @@ class LogSegment:
         """Kafka's rule: a new index entry once more than `index.interval.bytes` were written since the last one."""
         if self._rolling_timestamp is None:
             self._rolling_timestamp = max_timestamp
-        if max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far, self.offset_of_max_timestamp = max_timestamp, last_offset
-        if (self._bytes_since_last_index_entry > self.index_interval_bytes and not self.offset_index.is_full
-                and not self.time_index.is_full):  # a full index only costs longer scans until the next roll
-            self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+        if max_timestamp > self._max_timestamp:
+            self._max_timestamp, self._offset_of_max_timestamp = max_timestamp, last_offset
+        offset_index, time_index = self._offset_index, self._time_index
+        if (self._bytes_since_last_index_entry > self.index_interval_bytes and not offset_index.is_full
+                and not time_index.is_full):  # a full index only costs longer scans until the next roll
+            offset_index.append(last_offset, position)
+            time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
         self.next_offset = last_offset + 1
@@ -327,7 +491,7 @@ class LogSegment:
         self._forget_positions()
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
-        os.ftruncate(self.file.fd, batch.position)
+        os.ftruncate(self._file.fd, batch.position)  # the active segment's (truncation makes it active first)
         self.size = batch.position
         self.next_offset = batch.base_offset if batch.position else self.base_offset
         entry = self.time_index.last_entry
@@ -340,8 +504,9 @@ class LogSegment:
     def reset_for_recovery(self) -> None:
         """Drop both indexes and the derived state; `recovery.recover_segment` then re-indexes batch by batch."""
         self._forget_positions()
-        self.offset_index.reset()
-        self.time_index.reset()
+        self._indexes_checked = True  # rebuilt from the log: nothing left to check
+        self._offset_index.reset()
+        self._time_index.reset()
         self.next_offset = self.base_offset
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp = self.base_offset
@@ -353,60 +518,106 @@ class LogSegment:
 
     def truncate_file(self, position: int) -> None:
         self._forget_positions()
-        os.ftruncate(self.file.fd, position)
+        file = self.file
+        os.ftruncate(file.fd, position)
         self.size = position
 
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     def on_become_inactive(self) -> None:
-        """Seal: write the final time index entry and trim both indexes to their entries, as Kafka does."""
-        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
+        """Seal: write the final time index entry and both indexes to their files, as Kafka does; from now on the
+        indexes are mapped when used, and the segment's handles count in `open_segments`."""
+        self._time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
+        self._offset_index.seal()
+        self._time_index.seal()
+        self._active = False
+        if self._file is not None:
+            open_segments.add(self)
+
+    def seal_loaded(self) -> None:
+        """After loading: a sealed segment whose indexes recovery rebuilt in memory writes them out and maps them
+        from now on (the others were never read into memory)."""
+        if self._offset_index.in_memory or self._time_index.in_memory:
+            self._offset_index.seal()
+            self._time_index.seal()
 
     def make_active(self) -> None:
-        """Re-open the indexes for appending (the last segment after a load): preallocate them again."""
-        self.offset_index.resize(max(self.max_index_size, self.offset_index.size_in_bytes))
-        self.time_index.resize(max(self.max_index_size, self.time_index.size_in_bytes))
+        """Make this segment the one appended to (the last after a load or a truncation): keep its `.log` open and
+        read its indexes into memory."""
+        if self._active:
+            return
+        if not self._indexes_checked:
+            self._check_indexes()
+        if self._max_timestamp is None:
+            self._load_max_timestamp()
+        open_segments.discard(self)
+        self._file = self._file or SegmentFile(self._log_path)
+        self._offset_index.load_in_memory()
+        self._time_index.load_in_memory()
+        self._active = True
 
     def flush(self) -> None:
-        """fsync the log and the indexes; safe to run in an executor thread while the loop appends (a segment
-        closed meanwhile is skipped: it was deleted, or the log was closed after its own flush)."""
-        fd = self.file.fd
-        if fd < 0:
+        """fsync the log and the indexes (writing the active segment's new entries first); safe to run in an
+        executor thread while the loop appends, rolls or evicts (a segment deleted meanwhile is skipped). It does
+        not touch `open_segments`: a sealed segment without an open file is fsynced by path."""
+        if self._closed:
+            return  # the log was closed (after its own flush) or the segment deleted
+        file = self._file
+        fd = -1 if file is None else file.fd
+        try:
+            if fd >= 0:
+                os.fsync(fd)
+            else:
+                fd = os.open(self._log_path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except FileNotFoundError:
             return
-        os.fsync(fd)
-        self.offset_index.flush()
-        self.time_index.flush()
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                return  # closed by the loop meanwhile: the segment was closed or deleted
+            raise
+        self._offset_index.persist(sync=True)
+        self._time_index.persist(sync=True)
 
     def rename_files(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the three files from `<name><old_suffix>` to `<name><new_suffix>` (for example "" to
         ".deleted"); open descriptors stay valid. Indexes go first, so a `.log` under the new suffix means all three
         were renamed (what loading relies on for `.swap`)."""
-        for index in (self.offset_index, self.time_index):
+        for index in (self._offset_index, self._time_index):
             index.rename(index.path[:len(index.path) - len(old_suffix)] + new_suffix)
-        stem = self.file.path[:len(self.file.path) - len(old_suffix)]
-        os.rename(self.file.path, stem + new_suffix)
-        self.file.path = stem + new_suffix
+        stem = self._log_path[:len(self._log_path) - len(old_suffix)]
+        os.rename(self._log_path, stem + new_suffix)
+        self._log_path = stem + new_suffix
+        if self._file is not None:
+            self._file.path = self._log_path
 
     def close(self) -> None:
-        """Seal the time index, trim and close the indexes, close the log (shutdown)."""
-        if self.file.fd < 0:
+        """Seal the time index, write and drop the indexes, close the log (shutdown)."""
+        if self._closed:
             return
-        if self.offset_index._fd >= 0:
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
-                                         skip_full_check=True)
-        self.offset_index.close()
-        self.time_index.close()
-        self.file.close()
+        self._closed = True
+        open_segments.discard(self)
+        if self._active:
+            self._time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
+                                          skip_full_check=True)
+        self._offset_index.close()
+        self._time_index.close()
+        self._active = False
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
     def delete_files(self) -> None:
         """Unmap the indexes and unlink all three files. The `.log` descriptor is not closed here: readers may
         still hold it, and it closes with its last reference."""
-        self.offset_index.delete()
-        self.time_index.delete()
+        open_segments.discard(self)
+        self._offset_index.delete()
+        self._time_index.delete()
         try:
-            os.unlink(self.file.path)
+            os.unlink(self._log_path)
         except FileNotFoundError:
             pass
 

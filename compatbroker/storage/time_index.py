@@ -26,14 +26,15 @@ class TimeIndex(IndexFile):
     @property
     def is_full(self) -> bool:
         """Full one slot early: the last slot is kept for the entry written when the segment is sealed."""
-        return self._entries >= self._max_entries - 1
+        return len(self._view()) >= self._max_size - self._entry_size
 
     @property
     def last_entry(self) -> TimestampOffset:
         """The last entry, or (-1, base offset) when empty."""
-        if not self._entries:
+        count = self.entries
+        if not count:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        timestamp, relative = self.entry(self._entries - 1)
+        timestamp, relative = self.entry(count - 1)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
@@ -44,10 +45,11 @@ class TimeIndex(IndexFile):
         """
         if not skip_full_check and self.is_full:
             raise IndexError(f"time index {self.path} is full ({self.entries} entries)")
-        if self._entries >= self._max_entries:
+        count = self.entries
+        if count >= self.max_entries:
             return
         last = self.last_entry
-        if self._entries and offset < last.offset:
+        if count and offset < last.offset:
             raise ValueError(f"time index entry for offset {offset} precedes {last.offset}")
         if timestamp > last.timestamp:
             self._append_entry(timestamp, offset - self.base_offset)

@@ -9,6 +9,7 @@ import sys
 from compatbroker.protocol.records.batch import CRC_OFFSET, build_batch, iter_batches, iter_records
 from compatbroker.storage.log import Log
 from compatbroker.storage.log_config import LogConfig
+from compatbroker.storage.segment import open_segments
 
 NOW = 1_700_000_000_000
 
@@ -64,15 +65,14 @@ def directory_snapshot(directory) -> dict:
 
 
 def abandon(log: Log) -> None:
-    """Drop a log the way a killed process does: descriptors closed, nothing trimmed, sealed or flushed."""
+    """Drop a log the way a killed process does: descriptors closed, in-memory index entries never written."""
     for segment in log.segments:
-        for index in (segment.offset_index, segment.time_index):
-            if index._mmap is not None:
-                index._mmap.close()
-                index._mmap = None
-            os.close(index._fd)
-            index._fd = -1
-        segment.file.close()
+        open_segments.discard(segment)
+        for index in (segment._offset_index, segment._time_index):
+            index._deleted = True  # nothing more reaches the file
+            index._data = None
+        if segment._file is not None:
+            segment._file.close()
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

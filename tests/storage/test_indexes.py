@@ -1,4 +1,5 @@
-"""Offset and time indexes: Kafka's byte layout, preallocation and trimming, binary search, sanity checks."""
+"""Offset and time indexes: Kafka's byte layout, in-memory entries written to files that are exactly them, mapped
+sealed indexes, binary search, sanity checks, and a persist that overlaps truncations."""
 import bisect
 import os
 import struct
@@ -12,22 +13,22 @@ from compatbroker.storage.offset_index import OffsetIndex, OffsetPosition
 from compatbroker.storage.time_index import TimeIndex, TimestampOffset
 
 
-def test_offset_index_layout_preallocation_and_trim(tmp_path):
+def test_offset_index_layout_and_file_of_exactly_its_entries(tmp_path):
     path = str(tmp_path / "00000000000000000100.index")
-    index = OffsetIndex(path, 100, 85, preallocate=True)
-    assert os.path.getsize(path) == 80 and index.max_entries == 10  # rounded down to whole entries
+    index = OffsetIndex(path, 100, 85, in_memory=True)
+    assert not os.path.exists(path) and index.max_entries == 10  # rounded down to whole entries
     index.append(105, 4200)
     index.append(130, 9000)
     index.close()
     with open(path, "rb") as source:
         assert source.read() == struct.pack(">iiii", 5, 4200, 30, 9000)  # trimmed, big-endian, relative
-    reopened = OffsetIndex(path, 100, 85, preallocate=False)
+    reopened = OffsetIndex(path, 100, 85, in_memory=False)  # mapped on first use
     assert reopened.entries == 2 and reopened.last_offset == 130
     reopened.close()
 
 
 def test_offset_index_lookup_is_the_floor_entry(tmp_path):
-    index = OffsetIndex(str(tmp_path / "0.index"), 0, 8 * 1000, preallocate=True)
+    index = OffsetIndex(str(tmp_path / "0.index"), 0, 8 * 1000, in_memory=True)
     for n in range(1, 1000):
         index.append(n * 10, n * 100)
     assert index.lookup(5) == OffsetPosition(0, 0)  # before the first entry: the segment start
@@ -40,7 +41,7 @@ def test_offset_index_lookup_is_the_floor_entry(tmp_path):
     assert index.is_full
     with pytest.raises(IndexError):
         index.append(10**4 + 1, 10**5 + 1)
-    other = OffsetIndex(str(tmp_path / "1.index"), 0, 80, preallocate=True)
+    other = OffsetIndex(str(tmp_path / "1.index"), 0, 80, in_memory=True)
     other.append(5, 50)
     with pytest.raises(ValueError):
         other.append(5, 60)  # offsets must ascend
@@ -54,17 +55,17 @@ def test_offset_index_sanity_check_catches_garbage(tmp_path):
     path = str(tmp_path / "0.index")
     with open(path, "wb") as out:
         out.write(struct.pack(">iiii", 50, 500, 40, 400))  # descending
-    index = OffsetIndex(path, 0, 1024, preallocate=False)
+    index = OffsetIndex(path, 0, 1024, in_memory=False)
     with pytest.raises(IndexCorruptError):
         index.sanity_check(10_000)
     with pytest.raises(IndexCorruptError):
-        OffsetIndex(path, 0, 1024, preallocate=False).sanity_check(450)  # points past the log
+        OffsetIndex(path, 0, 1024, in_memory=False).sanity_check(450)  # points past the log
     index.close()
 
 
 def test_time_index_layout_monotonic_entries_and_reserved_last_slot(tmp_path):
     path = str(tmp_path / "00000000000000000007.timeindex")
-    index = TimeIndex(path, 7, 36, preallocate=True)
+    index = TimeIndex(path, 7, 36, in_memory=True)
     assert index.max_entries == 3
     index.maybe_append(1000, 8)
     index.maybe_append(1000, 9)  # not newer: ignored
@@ -83,7 +84,7 @@ def test_time_index_layout_monotonic_entries_and_reserved_last_slot(tmp_path):
 
 
 def test_time_index_truncate_and_sanity(tmp_path):
-    index = TimeIndex(str(tmp_path / "0.timeindex"), 0, 120, preallocate=True)
+    index = TimeIndex(str(tmp_path / "0.timeindex"), 0, 120, in_memory=True)
     for n in range(1, 6):
         index.maybe_append(n * 100, n * 10)
     index.truncate_to(30)
@@ -101,9 +102,52 @@ def test_index_search_agrees_with_bisect_on_any_ascending_keys(tmp_path, keys, t
     path = str(tmp_path / "search.index")
     if os.path.exists(path):
         os.unlink(path)
-    index = OffsetIndex(path, 0, 8 * max(len(keys), 1), preallocate=True)
+    index = OffsetIndex(path, 0, 8 * max(len(keys), 1), in_memory=True)
     for key in keys:
         index.append(key, key)
     for target in targets + keys[:3] + [k - 1 for k in keys[-3:]]:
         assert index._largest_at_most(target, 0) == bisect.bisect_right(keys, target) - 1
     index.close()
+
+
+def test_persist_writes_new_entries_and_a_truncation_during_it_is_rewritten(tmp_path, monkeypatch):
+    path = str(tmp_path / "0.index")
+    index = OffsetIndex(path, 0, 8 * 100, in_memory=True)
+    for n in range(1, 6):
+        index.append(n * 10, n * 100)
+    index.persist(sync=True)
+    with open(path, "rb") as source:
+        assert source.read() == b"".join(struct.pack(">ii", n * 10, n * 100) for n in range(1, 6))
+    # A truncation and new appends land while a persist (in a flush thread) is writing its older copy.
+    import compatbroker.storage.index_file as index_file
+    real_pwrite_all = index_file._pwrite_all
+
+    def pwrite_all_racing_the_loop(fd, data, position):
+        real_pwrite_all(fd, data, position)
+        index.truncate_to(30)
+        index.append(31, 333)
+
+    for n in range(6, 8):
+        index.append(n * 10, n * 100)
+    monkeypatch.setattr(index_file, "_pwrite_all", pwrite_all_racing_the_loop)
+    index.persist(sync=False)
+    monkeypatch.setattr(index_file, "_pwrite_all", real_pwrite_all)
+    index.persist(sync=False)
+    with open(path, "rb") as source:
+        assert source.read() == struct.pack(">iiiiii", 10, 100, 20, 200, 31, 333)
+    index.close()
+
+
+def test_a_sealed_index_holds_no_descriptor_and_its_mapping_survives_a_release(tmp_path):
+    path = str(tmp_path / "0.index")
+    index = OffsetIndex(path, 0, 8 * 100, in_memory=True)
+    for n in range(1, 50):
+        index.append(n * 10, n * 100)
+    index.seal()
+    fds = len(os.listdir("/proc/self/fd"))
+    sealed = OffsetIndex(path, 0, 8 * 100, in_memory=False)
+    assert len(os.listdir("/proc/self/fd")) == fds  # nothing opened until used
+    assert sealed.lookup(255) == OffsetPosition(250, 2500)
+    view = sealed._view()
+    sealed.release()  # what an eviction does while another thread is still searching
+    assert index.ENTRY.unpack_from(view, 8) == (20, 200) and sealed.lookup(495) == OffsetPosition(490, 4900)
