@@ -89,6 +89,24 @@ def _parse_list(value: Any) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if item.strip())
 
 
+_HOST_PATTERN = re.compile(r"[0-9A-Za-z\-%._:]+")
+
+
+def _parse_per_ip_overrides(value: Any) -> dict[str, int]:
+    """`host:count,...` (Kafka: `hostName:100,127.0.0.1:200`); the count follows the last colon, so that an IPv6
+    address needs no brackets."""
+    if isinstance(value, Mapping):
+        return {str(host): _parse_int(count) for host, count in value.items()}
+    overrides = {}
+    for item in _parse_list(value):
+        host, sep, count = item.rpartition(":")
+        host = host.strip().removeprefix("[").removesuffix("]")
+        if not sep or not _HOST_PATTERN.fullmatch(host):
+            raise ValueError(f"{item!r} is not HOST:COUNT")
+        overrides[host] = _parse_int(count)
+    return overrides
+
+
 _LISTENER_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -156,6 +174,10 @@ _SETTINGS = (
     _Setting("auto.create.topics.enable", _parse_bool, True),
     _Setting("socket.request.max.bytes", _parse_int, 104_857_600, 1),
     _Setting("queued.max.requests", _parse_int, 500, 1),
+    _Setting("queued.max.request.bytes", _parse_int, -1),  # 0 or less: no bound
+    _Setting("max.connections", _parse_int, 2**31 - 1, 0),
+    _Setting("max.connections.per.ip", _parse_int, 2**31 - 1, 0),
+    _Setting("max.connections.per.ip.overrides", _parse_per_ip_overrides, {}),
     _Setting("connections.max.idle.ms", _parse_int, 600_000),  # negative: never close idle connections
     _Setting("message.max.bytes", _parse_int, 1_048_588, 0),
     _Setting("max.incremental.fetch.session.cache.slots", _parse_int, 1000, 0),
@@ -209,6 +231,10 @@ class BrokerConfig:
     auto_create_topics_enable: bool
     socket_request_max_bytes: int
     queued_max_requests: int
+    queued_max_request_bytes: int
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: dict[str, int]
     connections_max_idle_ms: int
     message_max_bytes: int
     max_incremental_fetch_session_cache_slots: int
@@ -240,6 +266,7 @@ class BrokerConfig:
                 else setting.default
             self._values[setting.name] = value
             setattr(self, setting.attribute, value)
+        self._check_socket_server_settings()
         self.listeners = self._serving_listeners()
         self.advertised_listeners = self._checked_advertised()
         self.data_dir = self._data_dir()
@@ -298,6 +325,15 @@ class BrokerConfig:
         return f"BrokerConfig({self.properties!r})"
 
     # --- validation -----------------------------------------------------------------------------------------------
+
+    def _check_socket_server_settings(self) -> None:
+        """Kafka's checks of settings that depend on each other."""
+        queued_bytes = self._values["queued.max.request.bytes"]
+        if 0 < queued_bytes < self._values["socket.request.max.bytes"]:
+            raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
+        if self._values["max.connections.per.ip"] == 0 and not self._values["max.connections.per.ip.overrides"]:
+            raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                              "property is set.")
 
     def _serving_listeners(self) -> tuple[Endpoint, ...]:
         """The listeners clients use: controller listeners are dropped, and only PLAINTEXT is served."""

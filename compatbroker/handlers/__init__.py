@@ -9,7 +9,8 @@ A handler module declares what it implements and how:
 
 `handle` gets the decoded request body and returns the response body for `ctx.api_version`, or None when Kafka
 sends no response (Produce with acks=0). The server encodes the response, keeps per-connection order and turns an
-exception into a log line and a closed connection.
+exception into a log line and a closed connection: `CloseConnection` where Kafka answers by closing it (one WARNING
+line with its message), any other exception being a bug (ERROR with the traceback).
 
 Handlers of one connection start in arrival order and may run concurrently (a Fetch long poll does not hold up the
 requests behind it), so a handler that changes state (an append) should do so before its first `await`.
@@ -39,6 +40,11 @@ HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch
                    "describe_log_dirs", "describe_configs", "alter_configs", "incremental_alter_configs",
                    "offset_for_leader_epoch"]
 """Modules of this package that serve requests."""
+
+
+class CloseConnection(Exception):
+    """Raised by a handler when Kafka's answer is to close the connection (a failed Produce with acks=0 has no
+    response to carry its error). The server logs the message as one WARNING line and closes the connection."""
 
 
 class RequestContext:

@@ -53,6 +53,7 @@ from ..protocol.records.compression import CODEC_MASK, DEFAULT_MAX_UNCOMPRESSED_
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 from ..storage import StorageError
+from . import CloseConnection
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -79,9 +80,9 @@ RecordError = ProduceResponse.BatchIndexAndErrorMessage
 log = logging.getLogger(__name__)
 
 
-class UnacknowledgedProduceFailed(Exception):
+class UnacknowledgedProduceFailed(CloseConnection):
     """An acks=0 produce failed on some partition: there is no response to carry the error, so Kafka closes the
-    connection; raising this makes the server do the same (it closes the connection of a failing handler)."""
+    connection; raising this makes the server do the same, with one WARNING line."""
 
 
 async def handle(ctx: RequestContext, request) -> ProduceResponse | None:

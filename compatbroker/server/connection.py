@@ -8,11 +8,18 @@ Two coroutines share the connection:
 - the writer takes the entries in order, awaits each and writes its response, so responses leave in request order
   whatever order the handlers finish in. A request that gets no response (Produce with acks=0) just passes.
 
-A frame larger than `socket.request.max.bytes` closes the connection before its buffer is allocated. A request for
-an API or version the handler registry does not serve closes the connection with a log line, except ApiVersions of a
-newer version than ours, which gets Kafka's v0-format UNSUPPORTED_VERSION answer so that the client retries with a
-version we know. A malformed request or a failing handler is logged and closes the connection; the responses queued
-before it still go out.
+A frame larger than `socket.request.max.bytes` closes the connection before its buffer is allocated. A frame larger
+than the receive buffer gets a buffer of its own once its first bytes arrive, memory the kernel provides page by
+page as they come (an anonymous map), so a client declaring 100 MiB and sending little or nothing holds little more
+than its receive buffer. With `queued.max.request.bytes` set, each frame takes its size from the server's memory
+pool once its first bytes arrive (waiting, without reading, while the pool is used up) and gives it back when its
+handler has finished.
+
+A request for an API or version the handler registry does not serve closes the connection with a log line, except
+ApiVersions of a newer version than ours, which gets Kafka's v0-format UNSUPPORTED_VERSION answer so that the client
+retries with a version we know. A malformed request closes the connection with one WARNING line, as does a handler
+raising `CloseConnection` (Kafka's answer to a failed acks=0 Produce); any other handler exception is a bug, logged at
+ERROR with its traceback. The responses queued before the close still go out.
 
 Fault injection (tests of clients) hooks in at dispatch: when the server's `FaultInjector` is active, it logs the
 request and may delay it, answer it with an injected error in Kafka's shape for that API (`error_responses`), or
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import mmap
 import os
 import socket
 import struct
@@ -33,10 +41,11 @@ import struct
 from ..config import format_host_port
 from ..error_responses import error_response
 from ..faults import FaultInjector
-from ..handlers import RequestContext
+from ..handlers import CloseConnection, RequestContext
 from ..handlers.api_versions import unsupported_version_response
 from ..protocol import (API_KEYS, DecodeError, FileRegion, UnsupportedVersionError, decode_request,
                         encode_response_chunks)
+from .memory_pool import MemoryPool, RecycledBuffers
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +53,9 @@ API_VERSIONS_KEY = 18
 _RECEIVE_BUFFER_SIZE = 65536
 # A frame bigger than the receive buffer is read into a buffer of its own. Buffers of up to _SPARE_BUFFER_MAX bytes
 # are kept for the next large frames once their handlers are done (up to _SPARE_BUFFERS of them: a producer
-# pipelines several requests, so the next frame arrives before the last handler ends). That spares allocating and
-# zero-filling fresh memory per Produce request, a fifth of the broker's time under a 1 KiB-message produce load,
-# while an idle connection holds a bounded amount.
+# pipelines several requests, so the next frame arrives before the last handler ends). That spares mapping fresh
+# memory and faulting its pages in per Produce request (when it was zero-filled, a fifth of the broker's time under a
+# 1 KiB-message produce load), while an idle connection holds a bounded amount.
 _SPARE_BUFFER_MAX = 4 * 1024 * 1024
 _SPARE_BUFFERS = 4
 _SIZE = struct.Struct(">i")
@@ -71,7 +80,8 @@ class FrameTooLarge(Exception):
 
 class Connection:
     def __init__(self, sock: socket.socket, broker, handlers, *, listener_host: str, listener_port: int,
-                 injector: FaultInjector | None = None):
+                 injector: FaultInjector | None = None, pool: MemoryPool | None = None,
+                 recycled: RecycledBuffers | None = None):
         self._loop = asyncio.get_running_loop()
         self._injector = injector if injector is not None else FaultInjector()
         self._sock = sock
@@ -92,7 +102,10 @@ class Connection:
         self._buffer = bytearray(_RECEIVE_BUFFER_SIZE)
         self._view = memoryview(self._buffer)
         self._start = self._end = 0  # unread bytes are self._buffer[self._start:self._end]
-        self._spares: list[bytearray] = []  # large-frame buffers no handler is using
+        self._spares: list[mmap.mmap] = []  # large-frame buffers no handler is using
+        self._pool = pool  # queued.max.request.bytes; None when unbounded
+        self._recycled = recycled if recycled is not None else RecycledBuffers(0)
+        self._reserved = 0  # taken from the pool for the frame being read
         self.last_active = self._loop.time()
 
     # --- life cycle -----------------------------------------------------------------------------------------------
@@ -149,21 +162,23 @@ class Connection:
                 entry = self._dispatch(frame)
                 self._outstanding += 1
                 self._entries.put_nowait(entry)
+                self._release_after(entry, frame)
                 if entry is CLOSE:
                     return
-                if isinstance(frame, memoryview):
-                    self._lend(frame, entry)
-                    if not self._spares:
-                        # Let the handlers started run (a Produce appends in its first step and gives its buffer
-                        # back) before reading on: with the socket full of pipelined requests the reader would
-                        # otherwise never wait, and read each large frame into fresh, zero-filled memory.
-                        await asyncio.sleep(0)
+                if isinstance(frame, memoryview) and not self._spares:
+                    # Let the handlers started run (a Produce appends in its first step and gives its buffer
+                    # back) before reading on: with the socket full of pipelined requests the reader would
+                    # otherwise never wait, and read each large frame into fresh memory.
+                    await asyncio.sleep(0)
         except FrameTooLarge as exc:
             log.warning("closing connection from %s: request of %s bytes is over socket.request.max.bytes=%d",
                         self.peer, exc, self._max_frame)
         except OSError as exc:
             log.debug("connection from %s: %s", self.peer, exc)
         finally:
+            if self._reserved:  # a frame cut off in the middle
+                self._pool.release(self._reserved)
+                self._reserved = 0
             self._entries.put_nowait(_END)
 
     async def _read_frame(self):
@@ -174,6 +189,12 @@ class Connection:
         if size < 0 or size > self._max_frame:
             raise FrameTooLarge(size)
         self._start += 4
+        if self._pool is not None:
+            # A size alone takes nothing from the pool: only once the request's bytes start to arrive.
+            if not await self._fill(min(size, 1)):
+                return None
+            await self._pool.reserve(size)
+            self._reserved = size
         if size <= len(self._buffer):
             if not await self._fill(size):
                 return None
@@ -183,9 +204,17 @@ class Connection:
         return await self._read_large_frame(size)
 
     async def _read_large_frame(self, size: int) -> memoryview:
-        """A frame bigger than the receive buffer: received straight into a buffer of its own (a spare one when one
-        is big enough), no copy after. The frame is lent to its handler until that finishes (see `_lend`)."""
-        buffer = self._take_spare(size) or bytearray(size)
+        """A frame bigger than the receive buffer, received straight into a buffer of its own (a spare one when one
+        is big enough), with no copy after. A fresh buffer is an anonymous memory map, whose pages the kernel
+        provides as bytes are written to them: a client declaring a large frame and sending it slowly, or not at
+        all, holds no more memory than it has sent (nor does anyone zero-fill the rest); a buffer recycled from an
+        earlier large frame is taken first (see `RecycledBuffers`). The frame is lent to its handler until that
+        finishes (see `_release_after`)."""
+        buffer = self._take_spare(size)
+        if buffer is None:
+            if not await self._fill(1):  # nothing is allocated for a size alone
+                raise ConnectionError("the client closed the connection in the middle of a request")
+            buffer = self._recycled.take(size)
         view = memoryview(buffer)[:size]
         received = self._end - self._start
         view[:received] = self._view[self._start:self._end]
@@ -197,25 +226,36 @@ class Connection:
             received += count
         return view
 
-    def _lend(self, frame: memoryview, entry) -> None:
-        """Take a large frame's buffer back as the spare once nothing reads it any more: when its handler has
-        finished (Produce has written the records by then; other fields are decoded into copies), or at once when
-        no handler started."""
-        buffer = frame.obj
-        if len(buffer) > _SPARE_BUFFER_MAX:
+    def _release_after(self, entry, frame) -> None:
+        """Once nothing reads the frame any more, give its pool reservation back, and keep a large frame's buffer
+        as a spare (or give it to the server's recycled buffers): when its handler has finished (Produce has
+        written the records by then; other fields are decoded into copies), or at once when no handler started."""
+        reserved, self._reserved = self._reserved, 0
+        buffer = frame.obj if isinstance(frame, memoryview) else None
+        if not reserved and buffer is None:
             return
         if isinstance(entry, asyncio.Task):
-            entry.add_done_callback(lambda _task: self._keep_spare(buffer))
+            entry.add_done_callback(lambda _task: self._handled(reserved, buffer))
         else:
-            self._keep_spare(buffer)
+            self._handled(reserved, buffer)
 
-    def _take_spare(self, size: int) -> bytearray | None:
+    def _handled(self, reserved: int, buffer: mmap.mmap | None) -> None:
+        if reserved:
+            self._pool.release(reserved)
+        if buffer is None:
+            return
+        if len(buffer) <= _SPARE_BUFFER_MAX:
+            self._keep_spare(buffer)
+        else:
+            self._recycled.give(buffer)
+
+    def _take_spare(self, size: int) -> mmap.mmap | None:
         for index, spare in enumerate(self._spares):
             if len(spare) >= size:
                 return self._spares.pop(index)
         return None
 
-    def _keep_spare(self, buffer: bytearray) -> None:
+    def _keep_spare(self, buffer: mmap.mmap) -> None:
         spares = self._spares
         if len(spares) < _SPARE_BUFFERS:
             spares.append(buffer)
@@ -286,7 +326,10 @@ class Connection:
             if response is None:
                 return None
             return encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)
-        except Exception:  # noqa: BLE001 - one bad request must not take the broker down
+        except CloseConnection as exc:  # Kafka's answer to this request: expected, so no traceback
+            log.warning("closing connection from %s: %s", self.peer, exc)
+            return CLOSE
+        except Exception:  # noqa: BLE001 - a bug: one bad request must not take the broker down
             log.exception("closing connection from %s: %s version %d from client %r failed", self.peer,
                           _api_name(module.API_KEY), ctx.api_version, ctx.client_id)
             return CLOSE

@@ -7,13 +7,15 @@ second line follows: `compatbroker control on http://HOST:PORT`. A failure at an
 exit status 1.
 
 `BrokerRuntime` is that start-up and shutdown without the signals and the printing: the embedded broker
-(`compatbroker.embedded`) runs one on an event loop of its own.
+(`compatbroker.embedded`) runs one on an event loop of its own. Its start raises the process's soft limit of open
+files to the hard limit (connections and partitions each hold descriptors) and logs the figure.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+import resource
 import signal
 import sys
 import tempfile
@@ -90,6 +92,7 @@ class BrokerRuntime:
         """Start serving, or raise StartupError with nothing left open."""
         config = self.config
         check_data_dir(config.data_dir)
+        open_files = raise_open_files_limit()
         broker = Broker(config)
         server = Server(broker, self.handlers, self.injector)
         try:
@@ -108,6 +111,7 @@ class BrokerRuntime:
             await self._start_control()
         log.info("node %d of cluster %s serving %s from %s", broker.node_id, broker.cluster_id,
                  ", ".join(bound.display() for bound in server.listeners), config.data_dir)
+        log.info("open files limit: %s", open_files)
 
     async def _start_control(self) -> None:
         from ..control.http import ControlServer
@@ -149,6 +153,32 @@ def registry_for(release: str | None) -> Mapping[int, ModuleType] | None:
         raise StartupError(f"--emulate: unknown Kafka release {release!r}; known: {', '.join(RELEASES)}")
     from ..handlers import default_registry
     return emulated_registry(default_registry(), release)
+
+
+def raise_open_files_limit() -> str:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (as far as the kernel allows); the limit, as text to log."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else _kernel_open_files_max(soft)
+    if soft != resource.RLIM_INFINITY and target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.debug("cannot raise the open files limit from %d to %d: %s", soft, target, exc)
+    return f"{_limit_text(soft)} (hard limit {_limit_text(hard)})"
+
+
+def _limit_text(limit: int) -> str:
+    return "unlimited" if limit == resource.RLIM_INFINITY else str(limit)
+
+
+def _kernel_open_files_max(default: int) -> int:
+    """Linux's ceiling for an unlimited hard limit (fs.nr_open); `default` where there is none to read."""
+    try:
+        with open("/proc/sys/fs/nr_open") as source:
+            return int(source.read())
+    except (OSError, ValueError):
+        return default
 
 
 def check_data_dir(path: str) -> None:

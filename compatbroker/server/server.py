@@ -6,7 +6,13 @@ connection answer the requests it has already read (long polls are woken), then 
 
 For tests of clients, `go_down()` makes the broker vanish from the network as a crashed one would (listeners closed,
 every connection cut, nothing answered) while the broker itself keeps its state, and `come_up()` listens again on
-the same ports. The server's `FaultInjector` (see `compatbroker.faults`) is shared by all its connections.
+the same ports. The server's `FaultInjector` (see `compatbroker.faults`) is shared by all its connections, and so
+is its pool of request memory (`queued.max.request.bytes`, see `memory_pool`).
+
+Accepting applies the connection limits (`max.connections`, `max.connections.per.ip`, see `connection_quotas`).
+When the process runs out of file descriptors, the listener pauses and retries every second while the existing
+connections go on being served; that is logged once when it starts and once when every waiting connection has
+been accepted again.
 """
 from __future__ import annotations
 
@@ -21,13 +27,16 @@ from types import ModuleType
 from ..faults import FaultInjector
 from ..handlers import default_registry
 from .connection import Connection
-from .listeners import BoundListener, bind_listener
+from .connection_quotas import ConnectionQuotas
+from .listeners import BoundListener, ListenError, bind_listener
+from .memory_pool import RecycledBuffers, memory_pool
 
 log = logging.getLogger(__name__)
 
 _ACCEPT_BATCH = 64              # connections accepted per wake-up, so a burst does not starve other work
 _ACCEPT_RETRY_S = 1.0           # pause after running out of file descriptors
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+_RECYCLED_BUFFERS_MAX = 64 * 1024 * 1024  # idle large-frame buffers kept for reuse, all connections together
 
 
 class Server:
@@ -39,10 +48,19 @@ class Server:
         self.listeners: list[BoundListener] = []
         self._connections: dict[Connection, asyncio.Task] = {}
         self._accepting = False
+        self._listening: dict[socket.socket, BoundListener] = {}  # listening sockets with a reader on the loop
+        self._starved: set[socket.socket] = set()  # listening sockets paused for lack of file descriptors
+        self.pool = memory_pool(broker.config.queued_max_request_bytes)
+        self.recycled = RecycledBuffers(_RECYCLED_BUFFERS_MAX)
+        self.quotas: ConnectionQuotas | None = None  # made by bind(): it resolves the per-ip override hosts
         self.is_down = False
 
     def bind(self) -> list[BoundListener]:
         """Bind every configured listener (ListenError on failure, with nothing left open)."""
+        try:
+            self.quotas = ConnectionQuotas.from_config(self.broker.config)
+        except ValueError as exc:
+            raise ListenError(str(exc)) from None
         try:
             for endpoint in self.broker.config.listeners:
                 bound = bind_listener(endpoint)
@@ -54,11 +72,9 @@ class Server:
         return self.listeners
 
     def start_accepting(self) -> None:
-        loop = asyncio.get_running_loop()
         self._accepting = True
-        for bound in self.listeners:
-            for sock in bound.sockets:
-                loop.add_reader(sock.fileno(), self._accept, sock, bound)
+        if not self.quotas.full:
+            self._listen_all()
 
     async def start(self) -> list[BoundListener]:
         """bind() and start_accepting() in one step."""
@@ -67,12 +83,9 @@ class Server:
         return self.listeners
 
     def close_listeners(self) -> None:
-        if self._accepting:
-            loop = asyncio.get_running_loop()
-            for bound in self.listeners:
-                for sock in bound.sockets:
-                    loop.remove_reader(sock.fileno())
-            self._accepting = False
+        self._accepting = False
+        self._unlisten_all()
+        self._starved.clear()
         for bound in self.listeners:
             bound.close()
 
@@ -126,45 +139,84 @@ class Server:
 
     # --- accepting ------------------------------------------------------------------------------------------------
 
+    def _listen_all(self) -> None:
+        for bound in self.listeners:
+            for sock in bound.sockets:
+                self._listen(sock, bound)
+
+    def _listen(self, sock: socket.socket, bound: BoundListener) -> None:
+        if sock not in self._listening and sock.fileno() >= 0:
+            asyncio.get_running_loop().add_reader(sock.fileno(), self._accept, sock, bound)
+            self._listening[sock] = bound
+
+    def _unlisten_all(self) -> None:
+        for sock in list(self._listening):
+            self._unlisten(sock)
+
+    def _unlisten(self, sock: socket.socket) -> None:
+        if self._listening.pop(sock, None) is not None and sock.fileno() >= 0:
+            asyncio.get_running_loop().remove_reader(sock.fileno())
+
     def _accept(self, listening: socket.socket, bound: BoundListener) -> None:
         for _ in range(_ACCEPT_BATCH):
+            if self.quotas.full:  # max.connections: the rest wait in the backlog until a connection closes
+                self._unlisten_all()
+                return
             try:
-                sock, _address = listening.accept()
+                sock, address = listening.accept()
             except (BlockingIOError, InterruptedError):
+                if listening in self._starved:  # every waiting connection taken: recovered
+                    self._starved.discard(listening)
+                    log.info("accepting connections on %s again", bound.display())
                 return
             except OSError as exc:
                 if exc.errno in _OUT_OF_RESOURCES:
-                    log.error("cannot accept connections on %s: %s; retrying in %.0f s", bound.display(), exc,
-                              _ACCEPT_RETRY_S)
-                    self._pause_accepting(listening, bound)
+                    self._starve(listening, bound, exc)
                     return
                 log.warning("accepting on %s failed: %s", bound.display(), exc)  # e.g. the client gave up already
                 continue
-            self._start_connection(sock, bound)
+            if not self.quotas.try_add(address[0]):
+                sock.close()
+                continue
+            self._start_connection(sock, address[0], bound)
 
-    def _pause_accepting(self, listening: socket.socket, bound: BoundListener) -> None:
-        loop = asyncio.get_running_loop()
-        loop.remove_reader(listening.fileno())
+    def _starve(self, listening: socket.socket, bound: BoundListener, exc: OSError) -> None:
+        """Out of file descriptors (or memory): stop watching this listener and try again in a while. The existing
+        connections are served meanwhile; the first failure is logged, the retries only at DEBUG."""
+        if listening in self._starved:
+            log.debug("still cannot accept connections on %s: %s", bound.display(), exc)
+        else:
+            log.warning("cannot accept connections on %s: %s; retrying every %.0f s", bound.display(), exc,
+                        _ACCEPT_RETRY_S)
+            self._starved.add(listening)
+        self._unlisten(listening)
+        asyncio.get_running_loop().call_later(_ACCEPT_RETRY_S, self._retry_accepting, listening, bound)
 
-        def resume():
-            if self._accepting and listening.fileno() >= 0:
-                loop.add_reader(listening.fileno(), self._accept, listening, bound)
+    def _retry_accepting(self, listening: socket.socket, bound: BoundListener) -> None:
+        if self._accepting and not self.quotas.full:  # when full, closing a connection starts listening again
+            self._listen(listening, bound)
 
-        loop.call_later(_ACCEPT_RETRY_S, resume)
+    def _connection_closed(self, connection: Connection, address: str) -> None:
+        self._connections.pop(connection, None)
+        was_full = self.quotas.full
+        self.quotas.remove(address)
+        if was_full and self._accepting and not self.quotas.full:
+            self._listen_all()
 
-    def _start_connection(self, sock: socket.socket, bound: BoundListener) -> None:
+    def _start_connection(self, sock: socket.socket, address: str, bound: BoundListener) -> None:
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # responses are whole frames: send now
             # A wildcard listener advertises the address the client reached, which the client can route to.
             host = sock.getsockname()[0] if bound.endpoint.is_wildcard else bound.endpoint.host
             connection = Connection(sock, self.broker, self.handlers, listener_host=host, listener_port=bound.port,
-                                    injector=self.injector)
+                                    injector=self.injector, pool=self.pool, recycled=self.recycled)
         except OSError as exc:
             log.debug("dropping a new connection on %s: %s", bound.display(), exc)
             sock.close()
+            self.quotas.remove(address)
             return
         log.debug("connection from %s on %s", connection.peer, bound.display())
         task = asyncio.get_running_loop().create_task(connection.serve())
         self._connections[connection] = task
-        task.add_done_callback(lambda _task: self._connections.pop(connection, None))
+        task.add_done_callback(lambda _task: self._connection_closed(connection, address))
