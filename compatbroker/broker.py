@@ -5,9 +5,11 @@ It owns
   id (generated on first start) and the node id;
 - the topic registry: name, persistent topic id, partition count and whether Kafka treats it as internal; topics
   are created, grown (CreatePartitions) and deleted here, so that storage, long polls and committed offsets follow;
+  creating and growing are all or nothing (a storage failure leaves no partition and no registry entry behind);
 - append notification: a Fetch long poll awaits `wait_for_append`, which Produce wakes through `notify_appended`;
 - the periodic storage work Kafka runs on its scheduler: time-based flushes, checkpoints, retention and compaction,
-  each at its configured interval, with the blocking parts (fsync, cleaning) in executor threads;
+  each at its configured interval, with the blocking parts (fsync, cleaning) in executor threads; checkpoint
+  writes (periodic, or after a topic deletion) run one at a time, those asked for meanwhile coalesced into one;
 - the fetch session cache (KIP-227).
 
 Everything here runs on the event loop thread except the executor jobs, which only fsync or read sealed segments.
@@ -66,6 +68,8 @@ class Broker:
         self._background: list[asyncio.Task] = []
         self._stopping: asyncio.Event | None = None
         self._closing = False
+        self._checkpoint_writer: asyncio.Task | None = None   # the task writing checkpoints, one write at a time
+        self._checkpoint_wanted: asyncio.Future | None = None  # resolved by the next write, made after the current
 
     # --- life cycle -----------------------------------------------------------------------------------------------
 
@@ -119,6 +123,8 @@ class Broker:
             self._background = []
         if self.coordinator is not None:
             await self.coordinator.stop()
+        if self._checkpoint_writer is not None:  # its write must not overlap the final one of logs.shutdown
+            await asyncio.gather(self._checkpoint_writer, return_exceptions=True)
         await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
 
     # --- identity and addresses -----------------------------------------------------------------------------------
@@ -154,7 +160,8 @@ class Broker:
     def create_topic(self, name: str, partitions: int | None = None, configs: dict | None = None) -> TopicInfo:
         """Create a topic with `partitions` (default num.partitions) and topic-level config overrides; returns the
         existing topic unchanged if there is one. The name is not checked here (handlers validate it first); a bad
-        override raises storage's ConfigError before anything is written."""
+        override raises storage's ConfigError before anything is written. All or nothing: when storage fails
+        (OSError, StorageError) it has removed what it made, the topic is not registered, and the error is raised."""
         existing = self._topics.get(name)
         if existing is not None:
             return existing
@@ -173,13 +180,13 @@ class Broker:
 
     def add_partitions(self, name: str, count: int) -> TopicInfo:
         """Grow topic `name` to `count` partitions (CreatePartitions); the new ones start empty. TopicInfo is
-        frozen, so the registry gets a new one; Metadata reports the new count from then on."""
+        frozen, so the registry gets a new one; Metadata reports the new count from then on. All or nothing: when a
+        new partition cannot be created, those this call made are deleted again, the topic keeps its count, and
+        the error (OSError, StorageError) is raised."""
         info = self._topics[name]
         if count <= info.partitions:
             raise ValueError(f"topic {name} has {info.partitions} partition(s): {count} would not be an increase")
-        now_ms = self.now_ms()
-        for partition in range(info.partitions, count):
-            self.logs.create_log(name, partition, now_ms=now_ms)
+        self.logs.create_partitions(name, range(info.partitions, count), now_ms=self.now_ms())
         grown = dataclasses.replace(info, partitions=count)
         self._register(grown)
         log.info("topic %s grown from %d to %d partition(s)", name, info.partitions, count)
@@ -190,9 +197,11 @@ class Broker:
 
         Before the first await the topic leaves the registry (so Produce, Fetch and ListOffsets answer it as
         unknown), its partition directories are renamed for deletion and removed, and the long polls waiting on it
-        wake up and answer. Then the checkpoints are rewritten without its partitions, and, as Kafka's group
-        coordinator does when partitions are deleted, every group's committed offsets of its partitions get
-        tombstones. A topic of the same name created later gets a new topic id and starts empty."""
+        wake up and answer; storage's errors there are raised (the topic has left the registry by then). Then the
+        checkpoints are rewritten without its partitions (a failure there is logged: the periodic checkpoint
+        retries), and, as Kafka's group coordinator does when partitions are deleted, every group's committed
+        offsets of its partitions get tombstones. A topic of the same name created later gets a new topic id and
+        starts empty."""
         info = self._topics.pop(name, None)
         if info is None:
             return None
@@ -201,7 +210,10 @@ class Broker:
         for partition in range(info.partitions):
             self.notify_appended(name, partition)  # a fetch waiting on a deleted partition answers now
         log.info("deleted topic %s (id %s, %d partition(s))", name, info.topic_id, info.partitions)
-        await self.checkpoint()  # no recovery point of the old partitions may apply to a topic re-created later
+        try:  # no recovery point of the old partitions may apply to a topic re-created later
+            await self.checkpoint()
+        except OSError as exc:  # the topic is gone either way; the periodic checkpoint writes again
+            log.warning("checkpoint after deleting topic %s failed: %s", name, exc)
         await self._delete_committed_offsets(info)
         return info
 
@@ -299,11 +311,41 @@ class Broker:
         return len(due)
 
     async def checkpoint(self) -> None:
-        """Write the recovery-point, log-start-offset and cleaner checkpoints (fsync: in an executor)."""
-        # The dicts are copied on the loop: the executor thread must not iterate one the loop is changing.
-        manager = self.logs
-        await asyncio.get_running_loop().run_in_executor(None, write_checkpoints, manager.data_dir,
-                                                         dict(manager.logs), dict(manager.first_dirty_offsets))
+        """Write the recovery-point, log-start-offset and cleaner checkpoints (fsync: in an executor); returns once
+        a write that started after this call has finished, and raises what that write raised.
+
+        One write runs at a time. Calls made while one runs share exactly one more write after it, whose state is
+        taken when it starts, so the newest state always lands last however many deletions and periodic passes
+        ask at once."""
+        if self._checkpoint_wanted is None:
+            self._checkpoint_wanted = asyncio.get_running_loop().create_future()
+            self._checkpoint_wanted.add_done_callback(_retrieve)  # a waiter may be gone: no "never retrieved"
+            if self._checkpoint_writer is None or self._checkpoint_writer.done():
+                self._checkpoint_writer = asyncio.create_task(self._write_wanted_checkpoints(),
+                                                              name="compatbroker checkpoint writer")
+        await asyncio.shield(self._checkpoint_wanted)
+
+    async def _write_wanted_checkpoints(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._checkpoint_wanted is not None:
+            waiters, self._checkpoint_wanted = self._checkpoint_wanted, None
+            # The dicts are copied on the loop, at the write's start: the executor thread must not iterate one the
+            # loop is changing, and the copy is the newest state any waiter asked for.
+            manager = self.logs
+            try:
+                await loop.run_in_executor(None, write_checkpoints, manager.data_dir, dict(manager.logs),
+                                           dict(manager.first_dirty_offsets))
+            except asyncio.CancelledError:
+                for future in (waiters, self._checkpoint_wanted):
+                    if future is not None:
+                        future.cancel()
+                self._checkpoint_wanted = None
+                raise
+            except Exception as exc:  # noqa: BLE001 - handed to every caller waiting for this write
+                if not waiters.done():
+                    waiters.set_exception(exc)
+            else:
+                _resolve(waiters)
 
     async def run_retention(self) -> int:
         """Delete expired segments (renames and unlinks only, on the loop); returns how many went."""
@@ -339,7 +381,9 @@ class Broker:
                 return
             try:
                 await job()
-            except Exception:  # noqa: BLE001 - a failed pass is retried at the next interval
+            except OSError as exc:  # a full disk, too many open files: expected, retried at the next interval
+                log.warning("periodic %s failed: %s", job.__name__, exc)
+            except Exception:  # noqa: BLE001 - a bug; the pass is retried at the next interval
                 log.exception("periodic %s failed", job.__name__)
 
 
@@ -351,3 +395,8 @@ def _flush_logs(logs: list[Log], now_ms: int) -> None:
 def _resolve(future: asyncio.Future) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _retrieve(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -177,5 +177,10 @@ def coordinator_of(broker: Broker) -> Coordinator:
 
 
 def _log_load_failure(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("loading __consumer_offsets failed", exc_info=task.exception())
+    if task.cancelled() or task.exception() is None:
+        return
+    exc = task.exception()
+    if isinstance(exc, OSError):  # the disk refused: one line; a traceback only for a bug
+        log.error("loading __consumer_offsets failed: %s", exc)
+    else:
+        log.error("loading __consumer_offsets failed", exc_info=exc)

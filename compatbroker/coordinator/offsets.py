@@ -13,7 +13,8 @@ Records (a key and a value, each opening with an int16 version):
 
 The group maps to partition `abs(java hashCode(group id)) % partitions` (Kafka's `Utils.abs`, which maps
 Integer.MIN_VALUE to 0); `partitions` is the topic's actual count when it exists, else `offsets.topic.num.partitions`.
-The topic is created on the first write, compacted, with Kafka's segment size for it.
+The topic is created on the first write, compacted, with Kafka's segment size for it; when storage cannot create it
+(out of file descriptors, disk full) nothing is left of it and the write fails with COORDINATOR_NOT_AVAILABLE.
 
 Writes: each operation (one OffsetCommit request, one group store, one deletion) appends one batch, so it is
 atomic. It is acknowledged, and becomes visible to OffsetFetch, only after the batch is durable under the flush
@@ -459,7 +460,7 @@ class OffsetStore:
             code = ErrorCode(exc.error_code)
             raise OffsetWriteError(_APPEND_ERRORS.get(code, code), str(exc)) from exc
         except OSError as exc:
-            log.error("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition_log.partition, exc)
+            log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition_log.partition, exc)
             raise OffsetWriteError(ErrorCode.NOT_COORDINATOR, str(exc)) from exc
         self._broker.notify_appended(GROUP_METADATA_TOPIC, partition_log.partition)
         return _Written(partition_log, result.last_offset)
@@ -486,8 +487,12 @@ class OffsetStore:
     def _partition_log(self, group_id: str) -> Log:
         """The log of the group's partition, creating `__consumer_offsets` on the first write."""
         if self._broker.topic(GROUP_METADATA_TOPIC) is None:
-            self._broker.create_topic(GROUP_METADATA_TOPIC, self.config.num_partitions,
-                                      configs=self.config.topic_configs())
+            try:
+                self._broker.create_topic(GROUP_METADATA_TOPIC, self.config.num_partitions,
+                                          configs=self.config.topic_configs())
+            except (OSError, StorageError) as exc:  # e.g. out of file descriptors: nothing was created
+                log.warning("could not create %s: %s", GROUP_METADATA_TOPIC, exc)
+                raise OffsetWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
         partition_log = self._broker.get_log(GROUP_METADATA_TOPIC, self.partition_for(group_id))
         if partition_log is None:
             raise OffsetWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE)

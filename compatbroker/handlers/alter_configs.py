@@ -9,7 +9,8 @@ Behaviour, as Kafka's (a broker that forwards to its controller, whose checks co
   min.compaction.lag.ms above max.compaction.lag.ms) INVALID_CONFIG; then a topic that does not exist
   UNKNOWN_TOPIC_OR_PARTITION. The change is persisted (`compatbroker-topic-configs.json`) and applied at once to
   every partition: segment size and age, retention, cleanup policy, max.message.bytes, timestamp type and
-  compression (recompression on append) take effect from the next append or storage pass.
+  compression (recompression on append) take effect from the next append or storage pass. When the disk refuses
+  the file, that resource answers UNKNOWN_SERVER_ERROR without a message (one WARNING line in the log).
 - BROKER (4): the name must be this node's id or empty (the cluster-wide default), otherwise INVALID_REQUEST. A
   broker config Kafka cannot change at run time answers INVALID_REQUEST ("Cannot update these configs
   dynamically"), as do a listener or security config set cluster-wide or without a listener prefix, and a value
@@ -23,6 +24,7 @@ CLIENT_METRICS and GROUP resources of Kafka 4 answer INVALID_REQUEST.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,8 @@ from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AlterConfigsResponse
 from ..storage.log_config import ConfigError
 from .describe_configs import BROKER, TOPIC, ResourceError, check_node_id
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -113,7 +117,11 @@ def change_topic(broker, topic: str, overrides: Mapping[str, str], validate_only
     if broker.topic(topic) is None:
         raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}")
     if not validate_only:
-        broker.logs.set_topic_config(topic, dict(overrides))
+        try:
+            broker.logs.set_topic_config(topic, dict(overrides))
+        except OSError as exc:  # the disk refused the config file: this resource's answer, as Kafka's ApiError
+            log.warning("could not store the configs of topic %s: %s", topic, exc)
+            raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from exc
 
 
 def change_broker(broker, name: str, properties: Mapping[str, str], validate_only: bool) -> None:

@@ -6,12 +6,21 @@ Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
 - A count equal to or below the current one answers INVALID_PARTITIONS. Assignments, when given, must hold one
   replica list per new partition, each checked as CreateTopics checks them, of the topic's replication factor (1);
   otherwise INVALID_REPLICA_ASSIGNMENT.
+- One request may add at most 10,000 partitions, counted in request order over the topics that pass their checks
+  (Kafka's controller collects one record per new partition in a list bounded by MAX_RECORDS_PER_USER_OP,
+  10,000). The topic whose new partitions would go past the bound, and every later topic that would add any,
+  answer UNKNOWN_SERVER_ERROR with no message, as Kafka answers its BoundedListTooLongException (CreatePartitions
+  has no POLICY_VIOLATION check of its own, unlike CreateTopics); the topics before it are grown.
+- A topic is grown all or nothing: when storage fails halfway (EMFILE, ENOSPC, ...), the partitions made are
+  removed, the topic keeps its count, and it answers UNKNOWN_SERVER_ERROR without a message (Kafka's ApiError for
+  an unexpected exception; the cause goes to the log, one WARNING line).
 - `validate_only` runs the checks and changes nothing. Otherwise the new partitions start empty at once
   (`Broker.add_partitions`), and Metadata reports them: a consumer group's leader notices the new count on its next
   metadata refresh and rejoins, and the group's next assignment includes them.
 - Error messages are Kafka's. Results list duplicates first, then the other topics in request order.
 
-Deviation: `timeout_ms` is not used (the change is synchronous).
+Deviations: `timeout_ms` is not used (the change is synchronous). Kafka keeps the records the crossing topic added
+before its list overflowed (so it grows partly); here it grows not at all.
 """
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ MIN_VERSION = 0
 MAX_VERSION = 3
 
 REPLICATION_FACTOR = 1  # of every topic on a single broker
+MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController: records (here: new partitions) one request may add
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 log = logging.getLogger(__name__)
 
@@ -40,24 +50,44 @@ async def handle(ctx: RequestContext, request) -> CreatePartitionsResponse:
     counts = Counter(topic.name for topic in request.topics)
     results = [Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                for name, count in counts.items() if count > 1]
-    results += [_grow(ctx.broker, topic, request.validate_only) for topic in request.topics if counts[topic.name] == 1]
+    budget = _Budget(MAX_RECORDS_PER_USER_OP)
+    results += [_grow(ctx.broker, topic, request.validate_only, budget) for topic in request.topics
+                if counts[topic.name] == 1]
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
 
-def _grow(broker, topic, validate_only: bool):
+class _Budget:
+    """New partitions the request may still add; once overdrawn, every later addition fails too (Kafka's full
+    record list)."""
+
+    def __init__(self, left: int):
+        self.left = left
+
+    def take(self, name: str, wanted: int) -> None:
+        if wanted > self.left:
+            self.left = 0
+            log.warning("CreatePartitions: adding %d partition(s) to topic %s goes past the %d new partitions one "
+                        "request may add", wanted, name, MAX_RECORDS_PER_USER_OP)
+            raise Refused(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        self.left -= wanted
+
+
+def _grow(broker, topic, validate_only: bool, budget: _Budget):
     try:
-        _check(broker, topic)
+        additional = _check(broker, topic)
+        budget.take(topic.name, additional)
         if not validate_only:
             broker.add_partitions(topic.name, topic.count)
     except Refused as refused:
         return Result(name=topic.name, error_code=refused.error_code, error_message=refused.message)
-    except (OSError, StorageError) as exc:
-        log.error("adding partitions to topic %s failed: %s", topic.name, exc)
-        return Result(name=topic.name, error_code=ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
+    except (OSError, StorageError) as exc:  # expected under resource exhaustion: the topic keeps its count
+        log.warning("adding partitions to topic %s failed, nothing added: %s", topic.name, exc)
+        return Result(name=topic.name, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=None)
     return Result(name=topic.name, error_code=ErrorCode.NONE, error_message=None)
 
 
-def _check(broker, topic) -> None:
+def _check(broker, topic) -> int:
+    """Kafka's checks of one topic; returns how many partitions it adds."""
     info = broker.topic(topic.name)
     if info is None:
         raise Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
@@ -66,12 +96,13 @@ def _check(broker, topic) -> None:
     if topic.count < info.partitions:
         raise Refused(ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {info.partitions} "
                                                     f"partition(s); {topic.count} would not be an increase.")
-    if topic.assignments is None:
-        return
     additional = topic.count - info.partitions
+    if topic.assignments is None:
+        return additional
     if len(topic.assignments) != additional:
         raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                       f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
                       "assignment(s) were specified.")
     for assignment in topic.assignments:
         check_replicas(broker, assignment.broker_ids, REPLICATION_FACTOR)
+    return additional

@@ -1,7 +1,13 @@
 """CreateTopics (API key 19), versions 0-7: create topics with a partition count, a replication factor or explicit
 replica assignments, and topic-level config overrides.
 
-Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
+Behaviour, as Kafka's controller (KRaft) decides:
+- A request asking for more than 10,000 partitions in all (MAX_PARTITIONS_PER_BATCH: num_partitions -1 counts as
+  `num.partitions`, a topic with assignments counts its assignments, invalid counts count 0) is refused as a whole:
+  every topic answers POLICY_VIOLATION "Excessively large number of partitions per request.", and nothing is
+  created. Duplicated names and `__cluster_metadata` are left out of the count, as Kafka's controller never sees
+  them.
+Then topic by topic:
 - A name given twice in one request answers INVALID_REQUEST ("Duplicate topic name.") once, and neither copy is
   created. `__cluster_metadata` answers INVALID_REQUEST. An illegal name (Kafka's rules, see `topic_names`) or one
   that collides with an existing topic ('.' versus '_') answers INVALID_TOPIC_EXCEPTION, an existing topic
@@ -13,6 +19,9 @@ Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
 - Explicit assignments need both counts at -1 (INVALID_REQUEST otherwise); each partition once, consecutive from 0,
   every replica list non-empty, naming this broker only and once, all lists of one length
   (INVALID_REPLICA_ASSIGNMENT otherwise).
+- Creation is all or nothing: when storage fails halfway (EMFILE, ENOSPC, ...) the partitions made are removed,
+  the topic does not exist, and it answers UNKNOWN_SERVER_ERROR without a message, as Kafka's ApiError does for an
+  unexpected exception (the cause goes to the log, one WARNING line).
 - `validate_only` runs every check and answers as a creation would (with a topic id that is then thrown away, as
   Kafka does) but creates nothing.
 - Answers carry Kafka's error messages (v1+). From v5 a created topic reports its partition count, replication
@@ -20,7 +29,8 @@ Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
 
 Deviations: `timeout_ms` is not used (creation is synchronous). Names that collide with each other within one
 request are refused in request order (Kafka checks collisions only against topics that existed before the request,
-and so would create both). Results keep the request's order, duplicates last.
+and so would create both). Results keep the request's order, duplicates last. The partition total is counted
+without Java's int overflow, so huge counts cannot wrap past the cap.
 """
 from __future__ import annotations
 
@@ -44,6 +54,8 @@ MIN_VERSION = 0
 MAX_VERSION = 7
 
 DEFAULT = -1  # num_partitions / replication_factor: the broker's default
+MAX_PARTITIONS_PER_BATCH = 10_000  # Kafka's ReplicationControlManager: partitions one request may create
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 Result = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
 log = logging.getLogger(__name__)
@@ -67,10 +79,29 @@ class _Plan:
 
 async def handle(ctx: RequestContext, request) -> CreateTopicsResponse:
     counts = Counter(topic.name for topic in request.topics)
+    wanted = [topic for topic in request.topics
+              if counts[topic.name] == 1 and topic.name != topic_names.CLUSTER_METADATA_TOPIC]
+    if requested_partitions(wanted, ctx.broker.config.num_partitions) > MAX_PARTITIONS_PER_BATCH:
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            Result(name=topic.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=TOO_MANY_PARTITIONS)
+            for topic in request.topics])
     results = [_create(ctx, topic, request.validate_only) for topic in request.topics if counts[topic.name] == 1]
     results += [Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                 for name, count in counts.items() if count > 1]
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+def requested_partitions(topics, default_partitions: int) -> int:
+    """Kafka's upper bound of the partitions a CreateTopics request creates (validateTotalNumberOfPartitions)."""
+    total = 0
+    for topic in topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == DEFAULT:
+            total += default_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
 
 
 def _create(ctx: RequestContext, topic, validate_only: bool):
@@ -90,9 +121,10 @@ def _create(ctx: RequestContext, topic, validate_only: bool):
 def _create_topic(broker, name: str, plan: _Plan) -> uuid.UUID:
     try:
         return broker.create_topic(name, plan.partitions, plan.configs).topic_id
-    except (OSError, StorageError) as exc:
-        log.error("creating topic %s failed: %s", name, exc)
-        raise Refused(ErrorCode.KAFKA_STORAGE_ERROR, f"Topic '{name}' could not be created: {exc}") from exc
+    except (OSError, StorageError) as exc:  # expected under resource exhaustion: nothing is left of the topic
+        log.warning("creating topic %s with %d partition(s) failed, nothing created: %s", name, plan.partitions,
+                    exc)
+        raise Refused(ErrorCode.UNKNOWN_SERVER_ERROR, None) from exc
 
 
 # --- the checks, in Kafka's order -----------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def _delete(broker, topic: str, partition: int, offset: int, now_ms: int):
     except StorageError as exc:
         return _failed(partition, ErrorCode.for_code(exc.error_code))
     except OSError as exc:
-        log.error("deleting records of %s-%d below %d failed: %s", topic, partition, offset, exc)
+        log.warning("deleting records of %s-%d below %d failed: %s", topic, partition, offset, exc)
         return _failed(partition, ErrorCode.KAFKA_STORAGE_ERROR)
     return PartitionResult(partition_index=partition, low_watermark=low_watermark, error_code=ErrorCode.NONE)
 

@@ -9,6 +9,9 @@ Behaviour, as Kafka's controller (KRaft) decides:
   directories are renamed `...-delete` and removed, Produce, Fetch and ListOffsets answer the topic as unknown at
   once, long polls on it return, and groups' committed offsets of its partitions get tombstones. A topic created
   again under the same name gets a new id and starts empty.
+- Each topic is answered on its own: a storage failure while deleting one (its directories cannot be renamed)
+  answers UNKNOWN_SERVER_ERROR for it, logged as one WARNING line, and the other topics are still deleted. Several
+  requests deleting at once share the checkpoint writes (`Broker.checkpoint`).
 - Error messages (v5+) are Kafka's.
 
 Deviations: Kafka lets an admin client delete the internal topics; here `__consumer_offsets` and the other internal
@@ -19,6 +22,8 @@ both entries (Kafka answers only the name's).
 """
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -28,6 +33,7 @@ from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DeleteTopicsResponse
 from ..protocol.wire import ZERO_UUID
+from ..storage import StorageError
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -37,6 +43,7 @@ MIN_VERSION = 0
 MAX_VERSION = 6
 
 Result = DeleteTopicsResponse.DeletableTopicResult
+log = logging.getLogger(__name__)
 REPEATED = object()  # a later mention of a duplicated name or id: answered at its first mention
 
 
@@ -52,17 +59,20 @@ async def handle(ctx: RequestContext, request) -> DeleteTopicsResponse:
     slots: list = [None] * len(entries)
     _refuse_malformed(entries, slots)
     _resolve(broker, entries, slots)
-    results = []
-    for slot in slots:
-        if isinstance(slot, _Delete):
-            slot = await _delete(broker, slot.name)
-        if slot is not REPEATED:
-            results.append(slot)
-    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+    # Concurrently, in request order: every topic leaves before the first checkpoint, so they share its writes.
+    deleting = [index for index, slot in enumerate(slots) if isinstance(slot, _Delete)]
+    answers = await asyncio.gather(*(_delete(broker, slots[index].name) for index in deleting))
+    for index, answer in zip(deleting, answers, strict=True):
+        slots[index] = answer
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=[slot for slot in slots if slot is not REPEATED])
 
 
 async def _delete(broker, name: str):
-    info = await broker.delete_topic(name)
+    try:
+        info = await broker.delete_topic(name)
+    except (OSError, StorageError) as exc:  # this topic's answer; the request's other topics go on
+        log.warning("deleting topic %s failed: %s", name, exc)
+        return _error(name, ZERO_UUID, ErrorCode.UNKNOWN_SERVER_ERROR)
     if info is None:  # deleted meanwhile by another request
         return _error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return Result(name=name, topic_id=info.topic_id, error_code=ErrorCode.NONE, error_message=None)

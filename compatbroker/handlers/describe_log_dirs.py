@@ -48,7 +48,7 @@ def _describe(logs, wanted: set[tuple[str, int]] | None):
     try:
         stats = os.statvfs(path)
     except OSError as exc:
-        log.error("cannot describe data directory %s: %s", path, exc)
+        log.warning("cannot describe data directory %s: %s", path, exc)
         return Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=path, topics=[])
     topics: dict[str, list] = {}
     for (topic, partition), partition_log in sorted(logs.logs.items()):

@@ -51,11 +51,11 @@ async def handle(ctx: RequestContext, request) -> InitProducerIdResponse:
     try:
         result = await _init(ctx, request, expected)
     except ProducerIdBlockUnavailable as exc:
-        log.error("client %s: no producer id to hand out: %s", ctx.client_id, exc)
+        log.warning("client %s: no producer id to hand out: %s", ctx.client_id, exc)
         result = InitResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     except OSError as exc:
-        log.error("client %s: transactional id %s: its new state could not be written: %s", ctx.client_id,
-                  request.transactional_id, exc)
+        log.warning("client %s: transactional id %s: its new state could not be written: %s", ctx.client_id,
+                    request.transactional_id, exc)
         result = InitResult(ErrorCode.NOT_COORDINATOR)
     except ProducerIdsError as exc:
         log.error("client %s: InitProducerId refused: %s", ctx.client_id, exc)

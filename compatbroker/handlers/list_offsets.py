@@ -185,7 +185,7 @@ def _legacy_offsets(broker, log, timestamp: int, max_count: int) -> list[int]:
 
 
 def _modified_ms(segment) -> int:
-    return os.fstat(segment.file.fileno()).st_mtime_ns // 1_000_000
+    return os.stat(segment.log_path).st_mtime_ns // 1_000_000  # by path: a sealed segment need not be opened
 
 
 def _cap_at_high_watermark(offsets: list[int], high_watermark: int) -> list[int]:

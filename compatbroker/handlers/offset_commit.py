@@ -15,7 +15,9 @@ Behaviour, as Kafka 4.3's:
   OFFSET_METADATA_TOO_LARGE for its partition; the others are stored. A null metadata is stored as "".
 - Stored per partition: the offset, the leader epoch (v6+, else -1), the metadata, the commit time (v1: the
   request's `commit_timestamp` unless -1; otherwise the broker's clock), an expire time for v2-4 requests with
-  `retention_time_ms` other than -1 (now + retention, Kafka's old per-commit retention), and the topic id.
+  `retention_time_ms` other than -1 (now + retention, Kafka's old per-commit retention, in Java's wrapping long
+  arithmetic as Kafka's coordinator computes it: a retention near Long.MAX_VALUE wraps to a time in the past, and
+  the offset expires at the next retention check, as in Kafka), and the topic id.
 - The answer comes once the commit is durable under the flush policy (see `coordinator.offsets`); a failed
   write answers Kafka's translation of the storage error (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
   UNKNOWN_SERVER_ERROR) for every partition written.
@@ -102,7 +104,7 @@ async def _commit(ctx: RequestContext, request, wanted: list[_Wanted]) -> list[E
     if error != ErrorCode.NONE:
         return [error] * len(wanted)
     now_ms = ctx.broker.now_ms()
-    expire_ms = now_ms + request.retention_time_ms \
+    expire_ms = _java_long(now_ms + request.retention_time_ms) \
         if 2 <= version <= 4 and request.retention_time_ms != NO_RETENTION else NO_TIMESTAMP
     answers, committed, stored = [], [], []
     for position, item in enumerate(wanted):
@@ -124,6 +126,11 @@ async def _commit(ctx: RequestContext, request, wanted: list[_Wanted]) -> list[E
         for position in stored:
             answers[position] = exc.error_code
     return answers
+
+
+def _java_long(value: int) -> int:
+    """`value` wrapped to a signed 64-bit integer, as Java's long arithmetic does."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 def _java_length(text: str) -> int:

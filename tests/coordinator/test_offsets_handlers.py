@@ -25,7 +25,7 @@ from compatbroker.storage.validator import COORDINATOR
 from compatbroker.topic_names import GROUP_METADATA_TOPIC
 from tests.async_tests import async_test
 from tests.coordinator.membership_support import records_in
-from tests.handlers.helpers import call, make_broker
+from tests.handlers.helpers import call, fail_partition_creation, make_broker
 
 T0 = 1_700_000_000_000
 E = ErrorCode
@@ -196,6 +196,28 @@ async def test_retention_time_of_v2_to_v4_sets_an_expire_timestamp(broker, versi
     coordinator = await coordinated(broker)
     assert await commit(broker, version, (0, 1), retention=5000) == [E.NONE]
     assert coordinator.offsets.fetch("g")[("t", 0)].expire_timestamp_ms == expire
+
+
+@pytest.mark.parametrize("retention, expire", [(2**63 - 1, T0 + 2**63 - 1 - 2**64), (-(2**63), T0 - 2**63),
+                                               (-2, T0 - 2)])
+@async_test
+async def test_retention_time_is_added_in_java_long_arithmetic(broker, retention, expire):
+    """now + retention wraps as Kafka's long arithmetic does: the commit is stored and answered, never a closed
+    connection (it used to raise EncodeError writing the record)."""
+    coordinator = await coordinated(broker)
+    assert await commit(broker, 3, (0, 1), retention=retention) == [E.NONE]
+    assert coordinator.offsets.fetch("g")[("t", 0)].expire_timestamp_ms == expire
+
+
+@async_test
+async def test_offsets_topic_that_cannot_be_created_answers_coordinator_not_available(broker, monkeypatch):
+    coordinator = await coordinated(broker)
+    fail_partition_creation(monkeypatch, after=3)  # out of file descriptors while making __consumer_offsets
+    assert await commit(broker, 8, (0, 1), (1, 2)) == [E.COORDINATOR_NOT_AVAILABLE] * 2
+    assert broker.topic(GROUP_METADATA_TOPIC) is None and broker.get_log(GROUP_METADATA_TOPIC, 0) is None
+    monkeypatch.undo()
+    assert await commit(broker, 8, (0, 1)) == [E.NONE]
+    assert coordinator.offsets.fetch("g")[("t", 0)].offset == 1
 
 
 @async_test

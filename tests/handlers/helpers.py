@@ -79,3 +79,24 @@ def records_of(data) -> list:
     view = memoryview(bytes(data))
     return [record for position, header in iter_batches(view)
             for record in iter_records(view[position:position + header.size], max_size=2**31 - 1)]
+
+
+def fail_partition_creation(monkeypatch, *, after: int, errno_code: int = 24) -> list[str]:
+    """From the (after+1)-th partition log opened on, `Log.open` raises OSError(errno_code) (24: EMFILE), as when
+    the broker runs out of file descriptors halfway through creating partitions. Returns the directories it
+    refused, in order."""
+    from compatbroker.storage.log import Log
+
+    original = Log.open
+    opened: list[str] = []
+    refused: list[str] = []
+
+    def open_or_fail(path, *args, **kwargs):
+        if len(opened) >= after:
+            refused.append(os.path.basename(path))
+            raise OSError(errno_code, os.strerror(errno_code), path)
+        opened.append(path)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(Log, "open", staticmethod(open_or_fail))
+    return refused

@@ -333,3 +333,17 @@ async def test_changes_survive_a_broker_restart(tmp_path):
         assert again.get_log("t", 0).config.retention_ms == 1234
     finally:
         again.logs.shutdown()
+
+
+async def test_a_config_file_the_disk_refuses_is_that_resources_error(broker, monkeypatch, caplog):
+    broker.create_topic("full", 1)
+
+    def full_disk(topic, overrides):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(broker.logs, "set_topic_config", full_disk)
+    answer = await call(broker, 2, AlterConfigsRequest(resources=[
+        Legacy(resource_type=2, resource_name="full", configs=[LegacyConfig(name="retention.ms", value="1000")])]))
+    [result] = answer.decoded.responses
+    assert (result.error_code, result.error_message) == (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    assert [(r.levelname, r.exc_info) for r in caplog.records if r.levelno >= 30] == [("WARNING", None)]

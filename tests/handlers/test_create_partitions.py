@@ -12,7 +12,7 @@ from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import CreatePartitionsRequest, MetadataRequest, ProduceRequest
 
 from .conftest import make_broker
-from .helpers import batch, call
+from .helpers import batch, call, fail_partition_creation
 
 Grow = CreatePartitionsRequest.CreatePartitionsTopic
 Assignment = CreatePartitionsRequest.CreatePartitionsAssignment
@@ -129,3 +129,38 @@ async def test_new_partitions_survive_a_restart(tmp_path):
         assert again.topic("durable") == TopicInfo("durable", info.topic_id, 3, False)
     finally:
         again.logs.shutdown()
+
+
+# --- Kafka's bound on new partitions per request, and all or nothing --------------------------------------------------
+
+async def test_ten_thousand_new_partitions_per_request(broker):
+    for name in ("a", "b", "c", "d"):
+        broker.create_topic(name, 1)
+    answers = await request(broker, grow("a", 6001), grow("b", 4001), grow("c", 2), grow("d", 1),
+                            validate_only=True)
+    assert answers == [("a", E.NONE, None), ("b", E.NONE, None), ("c", E.UNKNOWN_SERVER_ERROR, None),
+                       ("d", E.INVALID_PARTITIONS, "Topic already has 1 partition(s).")]
+
+
+async def test_the_topic_past_the_bound_and_those_after_it_fail(broker):
+    for name in ("a", "b", "c"):
+        broker.create_topic(name, 1)
+    answers = await request(broker, grow("a", 2), grow("b", 2**31 - 1), grow("c", 2))
+    assert answers == [("a", E.NONE, None), ("b", E.UNKNOWN_SERVER_ERROR, None), ("c", E.UNKNOWN_SERVER_ERROR, None)]
+    assert [broker.topic(name).partitions for name in ("a", "b", "c")] == [2, 1, 1]
+
+
+async def test_a_topic_that_fails_halfway_keeps_its_partitions(broker, monkeypatch):
+    broker.create_topic("half", 2)
+    broker.create_topic("other", 1)
+    refused = fail_partition_creation(monkeypatch, after=2)
+    answers = await request(broker, grow("half", 6), grow("other", 2))
+    assert refused == ["half-4", "other-1"]
+    assert answers == [("half", E.UNKNOWN_SERVER_ERROR, None), ("other", E.UNKNOWN_SERVER_ERROR, None)]
+    assert broker.topic("half").partitions == 2 and broker.topic("other").partitions == 1
+    assert sorted(entry for entry in os.listdir(broker.logs.data_dir) if entry.startswith(("half-", "other-"))) == [
+        "half-0", "half-1", "other-0"]
+    assert all(broker.get_log("half", partition) is None for partition in range(2, 6))
+    monkeypatch.undo()
+    assert await request(broker, grow("half", 6)) == [("half", E.NONE, None)]
+    assert broker.topic("half").partitions == 6

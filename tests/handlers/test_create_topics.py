@@ -12,7 +12,7 @@ from compatbroker.handlers import create_topics
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import CreateTopicsRequest, MetadataRequest
 
-from .helpers import call
+from .helpers import call, fail_partition_creation
 
 Topic = CreateTopicsRequest.CreatableTopic
 Assignment = CreateTopicsRequest.CreatableReplicaAssignment
@@ -291,3 +291,71 @@ async def test_validate_only_reports_the_errors_a_creation_would(broker):
     assert [(name, r.error_code) for name, r in results.items()] == [
         ("exists", E.TOPIC_ALREADY_EXISTS), ("r2", E.INVALID_REPLICATION_FACTOR), ("fine", E.NONE)]
     assert broker.topic("fine") is None
+
+
+# --- Kafka's cap on partitions per request, and all or nothing --------------------------------------------------------
+
+TOO_MANY = "Excessively large number of partitions per request."
+
+
+async def test_ten_thousand_partitions_per_request_are_allowed(broker):
+    results = await create(broker, topic("a", 6000), topic("b", 4000), validate_only=True)
+    assert [r.error_code for r in results.values()] == [E.NONE, E.NONE]
+
+
+@pytest.mark.parametrize("version", [0, 1, 7])
+async def test_more_than_ten_thousand_partitions_refuse_every_topic(broker, version):
+    answer = await call(broker, version, CreateTopicsRequest(
+        topics=[topic("a", 6000), topic("d", 1), topic("b", 4000), topic("c", 1), topic("d", 1)], timeout_ms=5000))
+    assert [(r.name, r.error_code) for r in answer.decoded.topics] == [
+        (name, E.POLICY_VIOLATION) for name in ("a", "d", "b", "c", "d")]
+    if version >= 1:  # v0 has no message
+        assert {r.error_message for r in answer.decoded.topics} == {TOO_MANY}
+    assert broker.topics() == {} and os.listdir(broker.logs.data_dir).count("c-0") == 0
+
+
+async def test_the_largest_count_a_request_can_carry_is_refused(broker):
+    results = await create(broker, topic("huge", 2**31 - 1), topic("small", 1))
+    assert [(r.error_code, r.error_message) for r in results.values()] == [(E.POLICY_VIOLATION, TOO_MANY)] * 2
+    assert broker.topics() == {}
+
+
+async def test_the_default_count_and_assignments_count_towards_the_cap(broker_factory):
+    broker = broker_factory(**{"num.partitions": 9998})
+    results = await create(broker, topic("default", -1, -1), topic("assigned", -1, -1, assignments={0: [1], 1: [1]}),
+                           topic("bad", 0), validate_only=True)  # an invalid count counts for nothing
+    assert [r.error_code for r in results.values()] == [E.NONE, E.NONE, E.INVALID_PARTITIONS]
+    results = await create(broker, topic("default2", -1, -1),
+                           topic("assigned2", -1, -1, assignments={0: [1], 1: [1], 2: [1]}), validate_only=True)
+    assert [r.error_code for r in results.values()] == [E.POLICY_VIOLATION] * 2
+
+
+async def test_duplicates_are_not_counted_towards_the_cap(broker):
+    results = await create(broker, topic("twice", 9000), topic("twice", 9000), topic("once", 1), validate_only=True)
+    assert [(name, r.error_code) for name, r in results.items()] == [("once", E.NONE), ("twice", E.INVALID_REQUEST)]
+
+
+async def test_a_topic_that_fails_halfway_leaves_nothing_behind(broker, monkeypatch, caplog):
+    refused = fail_partition_creation(monkeypatch, after=3)
+    results = await create(broker, topic("half", 5), topic("whole", 1))
+    assert refused == ["half-3", "whole-0"]
+    # an expected condition: one WARNING line per topic, no traceback
+    assert [(r.levelname, r.exc_info) for r in caplog.records if r.levelno >= 30] == [("WARNING", None)] * 2
+    half = results["half"]
+    assert (half.error_code, half.error_message, half.topic_id, half.num_partitions) == (
+        E.UNKNOWN_SERVER_ERROR, None, ZERO_UUID, -1)
+    assert results["whole"].error_code == E.UNKNOWN_SERVER_ERROR  # every later partition fails too
+    assert broker.topic("half") is None and broker.topic("whole") is None
+    assert partition_dirs(broker, "half") == [] and broker.logs.get_log("half", 0) is None
+    assert "half" not in broker.logs.topic_ids
+    monkeypatch.undo()
+    results = await create(broker, topic("half", 5))  # the name is free again
+    assert results["half"].error_code == E.NONE and partition_dirs(broker, "half") == [f"half-{p}" for p in range(5)]
+
+
+async def test_a_failed_topic_does_not_stop_the_others(broker, monkeypatch):
+    fail_partition_creation(monkeypatch, after=2)
+    results = await create(broker, topic("first", 2), topic("second", 3, configs={"retention.ms": "1000"}))
+    assert [r.error_code for r in results.values()] == [E.NONE, E.UNKNOWN_SERVER_ERROR]
+    assert broker.topic("first").partitions == 2 and broker.topic("second") is None
+    assert partition_dirs(broker, "second") == [] and "second" not in broker.logs.topic_overrides

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 import uuid
 
 import pytest
 
+from compatbroker import broker as broker_module
 from compatbroker.coordinator import coordinator_of
 from compatbroker.coordinator.offsets import CommittedOffset
 from compatbroker.handlers import delete_topics
@@ -17,7 +19,7 @@ from compatbroker.protocol.messages import DeleteTopicsRequest, ListOffsetsReque
 from compatbroker.storage.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offsets
 
 from .helpers import make_broker
-from .helpers import batch, call, start
+from .helpers import batch, call, on_the_wire, start
 from .test_fetch import WaitSpy, fetch_request
 
 State = DeleteTopicsRequest.DeleteTopicState
@@ -286,3 +288,105 @@ async def test_committed_offsets_of_a_deleted_topic_are_removed(tmp_path):
     finally:
         await replayed.stop()
         again.logs.shutdown()
+
+
+# --- concurrent deletions and checkpoints -----------------------------------------------------------------------------
+
+class HeldCheckpoints:
+    """Replaces the broker's write_checkpoints: each write is held until `release()`, and the writes running at
+    once are counted (a race of two writes over one file is what this must rule out)."""
+
+    def __init__(self, monkeypatch):
+        self._real = broker_module.write_checkpoints
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self.running = self.most_at_once = self.writes = 0
+        monkeypatch.setattr(broker_module, "write_checkpoints", self._write)
+
+    def release(self) -> None:
+        self._released.set()
+
+    def _write(self, *args):
+        with self._lock:
+            self.running += 1
+            self.writes += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            self._released.wait(TEST_WAIT_S)
+            return self._real(*args)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+TEST_WAIT_S = 20
+
+
+async def test_concurrent_deletions_and_a_periodic_checkpoint_write_one_at_a_time(broker, monkeypatch):
+    doomed = [f"doomed-{index}" for index in range(12)]
+    for name in doomed:
+        broker.create_topic(name, 2)
+    broker.create_topic("kept", 3)
+    held = HeldCheckpoints(monkeypatch)
+    requests = [DeleteTopicsRequest(topics=[State(name=name) for name in doomed[first::4]], timeout_ms=5000)
+                for first in range(4)]
+    tasks = [asyncio.ensure_future(start(broker, 6, request)) for request in requests]
+    tasks.append(asyncio.ensure_future(broker.checkpoint()))  # the periodic one, at the same moment
+    for _ in range(1000):  # loop turns, not time: until every deletion has asked for its checkpoint
+        if all(broker.topic(name) is None for name in doomed) and held.writes:
+            break
+        await asyncio.sleep(0)
+    held.release()
+    *answers, _ = await asyncio.gather(*tasks)
+    assert held.most_at_once == 1
+    assert held.writes <= 3  # coalesced: the one that was running, then one for everything asked meanwhile
+    results = [result for answer in answers for result in on_the_wire(delete_topics.API_KEY, 6, answer).responses]
+    assert sorted((r.name, r.error_code) for r in results) == sorted((name, E.NONE) for name in doomed)
+    path = os.path.join(broker.logs.data_dir, RECOVERY_POINT_CHECKPOINT)
+    assert sorted(read_offsets(path)) == [("kept", 0), ("kept", 1), ("kept", 2)]  # the newest state landed last
+
+
+async def test_a_checkpoint_asked_for_during_a_write_sees_the_state_after_the_call(broker, monkeypatch):
+    broker.create_topic("first", 1)
+    held = HeldCheckpoints(monkeypatch)
+    running = asyncio.ensure_future(broker.checkpoint())
+    for _ in range(1000):
+        if held.writes:
+            break
+        await asyncio.sleep(0)
+    broker.create_topic("second", 1)  # after the running write took its copy
+    later = asyncio.ensure_future(broker.checkpoint())
+    held.release()
+    await asyncio.gather(running, later)
+    assert held.writes == 2
+    path = os.path.join(broker.logs.data_dir, RECOVERY_POINT_CHECKPOINT)
+    assert sorted(read_offsets(path)) == [("first", 0), ("second", 0)]
+
+
+async def test_a_failed_deletion_is_that_topics_answer(broker, monkeypatch, caplog):
+    for name in ("a", "b", "c"):
+        broker.create_topic(name, 1)
+    delete_topic = broker.logs.delete_topic
+
+    def fail_for_b(name):
+        if name == "b":
+            raise OSError(16, "Device or resource busy", name)
+        delete_topic(name)
+
+    monkeypatch.setattr(broker.logs, "delete_topic", fail_for_b)
+    results = await delete(broker, "a", "b", "c")
+    assert [(r.name, r.error_code) for r in results] == [("a", E.NONE), ("b", E.UNKNOWN_SERVER_ERROR),
+                                                         ("c", E.NONE)]
+    assert broker.topic("a") is None and broker.topic("c") is None
+    assert [(r.levelname, r.exc_info) for r in caplog.records if r.levelno >= 30] == [("WARNING", None)]
+
+
+async def test_a_failed_checkpoint_after_a_deletion_still_answers_the_deletion(broker, monkeypatch):
+    broker.create_topic("gone", 1)
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(broker_module, "write_checkpoints", full_disk)
+    [result] = await delete(broker, "gone")
+    assert (result.name, result.error_code) == ("gone", E.NONE) and broker.topic("gone") is None
