@@ -10,6 +10,8 @@ from .broker_process import BrokerProcess
 from .clients.kafka_python_client import KafkaPythonClient
 from .records import Consumed, stored_batches
 
+POSITIONING_BOUND_S = 90.0  # how long a consumer may take to position itself: generous for a loaded machine
+
 
 def read_exactly(reference: KafkaPythonClient, broker: BrokerProcess, topic: str, count: int,
                  partitions: Sequence[int] = (0,)) -> list[Consumed]:
@@ -50,15 +52,16 @@ def first_new_record(reference: KafkaPythonClient, broker: BrokerProcess, topic:
     consumer = threading.Thread(target=call_into, args=(outcome, consume_latest), daemon=True)
     consumer.start()
     producer = reference.producer(broker.bootstrap)
+    deadline = time.monotonic() + POSITIONING_BOUND_S
     try:
         sent = 0
-        while consumer.is_alive() and sent < 60:
+        while consumer.is_alive() and time.monotonic() < deadline:
             producer.send(topic, value=f"new-{sent}".encode()).get(timeout=10)
             sent += 1
             consumer.join(timeout=0.5)  # paces the new records; the loop ends as soon as the consumer returns
     finally:
         producer.close(timeout=5)
-    consumer.join(timeout=30)
+    consumer.join(timeout=POSITIONING_BOUND_S)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"][0]

@@ -21,8 +21,8 @@ from .broker_process import REPO
 from .clients.base import ClientAdapter
 from .clients.member import EVENT_PREFIX
 
-WAIT_S = 30.0
-CLOSE_S = 20.0  # a close waits for the client's LeaveGroup and shutdown
+WAIT_S = 90.0  # bounds, not paces: a wait ends as soon as its condition holds (generous for loaded machines)
+CLOSE_S = 60.0  # a close waits for the client's LeaveGroup and shutdown
 
 # Short timeouts, so that a dead member costs seconds: 6000 ms is the broker's minimum session timeout (Kafka's
 # group.min.session.timeout.ms), and a member heartbeats every second. The rebalance timeout (the Java client's

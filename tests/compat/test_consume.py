@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from .checks import call_into, first_new_record
+from .checks import POSITIONING_BOUND_S, call_into, first_new_record
 from .records import (
     CODECS,
     EARLIEST,
@@ -81,7 +81,8 @@ def test_start_at_latest(client, reference, broker, topic):
     report one of the old ones."""
     reference.produce(broker.bootstrap, topic, numbered(10, "old"))
     first = first_new_record(reference, broker, topic,
-                             lambda: client.consume(broker.bootstrap, topic, 1, start=LATEST, timeout_s=30))
+                             lambda: client.consume(broker.bootstrap, topic, 1, start=LATEST,
+                                                    timeout_s=POSITIONING_BOUND_S))
     assert first.value.startswith(b"new-") and first.offset >= 10, f"got an old record: {first.short()}"
 
 

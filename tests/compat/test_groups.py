@@ -14,7 +14,7 @@ import pytest
 
 from . import clients
 from .broker_process import BrokerProcess
-from .groups import Members, each_read_its_own, received_all, split_among
+from .groups import WAIT_S, Members, each_read_its_own, received_all, split_among
 from .records import MAX_MESSAGE_BYTES, Record
 
 PARTITIONS = frozenset(range(6))
@@ -28,6 +28,7 @@ MEMBERSHIP_CLIENTS = (*EVERY_CLIENT, "kcat")
 STATIC_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")  # kafkajs 2.2.4 has no group.instance.id
 COOPERATIVE_CLIENTS = ("confluent-kafka", "kafka-python")  # aiokafka and kafkajs rebalance eagerly only
 ADMIN_CLIENTS = ("kafka-python", "confluent-kafka")
+LEAVE_SESSION_MS = 45_000
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,11 @@ def test_one_member_gets_every_partition(group_client, reference, group_broker, 
 def test_three_members_split_six_partitions_then_one_leaves(group_client, reference, group_broker, members,
                                                             topic, group):
     create_topic(reference, group_broker, topic)
-    trio = [members.start(group_client, group_broker.bootstrap, topic, group, name) for name in "abc"]
+    # A session far longer than a rebalance takes even on a loaded machine, so that a takeover quicker than the
+    # session can only come from the LeaveGroup (librdkafka wants max.poll.interval.ms, the rebalance timeout, >= it).
+    trio = [members.start(group_client, group_broker.bootstrap, topic, group, name,
+                          session_timeout_ms=LEAVE_SESSION_MS,
+                          rebalance_timeout_ms=LEAVE_SESSION_MS) for name in "abc"]
     shares = members.wait_until(lambda: split_among(trio, PARTITIONS), "three members own two partitions each")
     assert sorted(len(parts) for parts in shares.values()) == [2, 2, 2]
     first = spread(5, "trio")
@@ -139,7 +144,7 @@ def test_killed_member_is_expelled_after_its_session_timeout(group_client, refer
     killed_at = time.monotonic()
     session_s = victim.spec["session_timeout_ms"] / 1000
     shares = members.wait_until(lambda: split_among(survivors, PARTITIONS), "the survivors take the dead member's "
-                                "partitions", timeout_s=session_s + 20)
+                                "partitions", timeout_s=session_s + WAIT_S)
     assert sorted(len(parts) for parts in shares.values()) == [3, 3]
     took = time.monotonic() - killed_at
     # The dead member's last heartbeat was at most one interval before the kill; Kafka expels it when its session

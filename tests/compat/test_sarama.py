@@ -14,7 +14,7 @@ import pytest
 
 from . import clients
 from .broker_process import BrokerProcess
-from .checks import assert_stored_as, first_new_record, read_exactly
+from .checks import POSITIONING_BOUND_S, assert_stored_as, first_new_record, read_exactly
 from .conftest import BROKER_SETTINGS
 from .fault_proxy import FaultProxy, advertising
 from .records import CODEC_IDS, LATEST, assert_same, numbered
@@ -124,7 +124,8 @@ def test_consume_from_newest(sarama, proxied, reference, topic):
     reference.produce(broker.bootstrap, topic, numbered(10, "old"))
     proxy.take()
     first = first_new_record(reference, broker, topic,
-                             lambda: sarama.consume(proxy.bootstrap, topic, 1, start=LATEST, timeout_s=30))
+                             lambda: sarama.consume(proxy.bootstrap, topic, 1, start=LATEST,
+                                                    timeout_s=POSITIONING_BOUND_S))
     assert first.value.startswith(b"new-") and first.offset >= 10, f"got an old record: {first.short()}"
     assert (LIST_OFFSETS, 0) in _sarama_requests(proxy)
 
