@@ -185,6 +185,13 @@ func produce(addrs []string, config *sarama.Config, cmd command) (interface{}, e
 		config.Net.MaxOpenRequests = 1
 		config.Producer.Retry.Max = 1000
 		config.Producer.Retry.Backoff = 20 * time.Millisecond
+		// Batches of exactly BatchMessages, not whatever the 10 ms timer finds: sarama re-batches the records of a
+		// failed request, and a retry whose batch differs from the one the broker already wrote (other first or
+		// last sequence) is OUT_OF_ORDER_SEQUENCE_NUMBER from Kafka too. Under load the timer cut uneven batches.
+		if cmd.BatchMessages > 0 {
+			config.Producer.Flush.Messages = cmd.BatchMessages
+			config.Producer.Flush.Frequency = time.Second
+		}
 	}
 	producer, err := sarama.NewSyncProducer(addrs, config)
 	if err != nil {
