@@ -12,9 +12,15 @@ Behaviour, as Kafka's:
   partition hit an error or a diverging epoch; otherwise the handler waits (`broker.wait_for_append`, woken by
   appends, never polling) until `min_bytes` are there or `max_wait_ms` has passed, then reads again. Partitions of
   unknown topics do not end the wait; a partition deleted during the wait (DeleteTopics) ends it, as in Kafka.
-- Per-partition answers: high watermark, last stable offset (v4+; the high watermark until transactions exist),
-  log start offset (v5+), `aborted_transactions` (v4+: [] for read_committed, null for read_uncommitted),
-  preferred read replica -1 (v11+). Errors: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+ topic ids),
+- read_committed (v4+ `isolation_level` 1): only batches below the last stable offset (LSO) are returned, and
+  `aborted_transactions` lists (producer id, first offset) of the aborted transactions overlapping the range
+  returned, from the segments' `.txnindex` files (no record is read; the bytes still leave through sendfile). The
+  upper bound of that range is the offset after the data returned (Kafka: LocalLog.addAbortedTransactions). For
+  long polling, data above the LSO does not count: a commit or abort marker that moves the LSO wakes the waiter
+  like any append.
+- Per-partition answers: high watermark, last stable offset (v4+, for both isolation levels), log start offset
+  (v5+), `aborted_transactions` (v4+: a list for read_committed, null for read_uncommitted), preferred read replica
+  -1 (v11+). Errors: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+ topic ids),
   INCONSISTENT_TOPIC_ID (a session's id no longer matches the topic of that name), OFFSET_OUT_OF_RANGE,
   FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ `current_leader_epoch` other than ours), and from v12 a
   `last_fetched_epoch` that does not match our epochs answers `diverging_epoch`. An errored partition answers
@@ -64,6 +70,7 @@ FETCH_MAX_BYTES = 57_671_680  # Kafka's default fetch.max.bytes
 
 TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
+AbortedTransaction = FetchResponse.AbortedTransaction
 
 # How a partition's read went, for the decision to answer at once.
 OK, ERROR, DIVERGING, UNKNOWN = "ok", "error", "diverging", "unknown"
@@ -212,19 +219,30 @@ def _read_partition(broker, request: PartitionRequest, remaining: int, first_bat
     limit = max(0, min(request.partition_max_bytes, remaining))
     try:
         # Hard limits (v0-2) still read the first batch: it is cut at the limit after conversion.
-        result = log.read(request.fetch_offset, limit, min_one_batch=first_batch_anyway or limits.hard)
+        result = log.read(request.fetch_offset, limit, min_one_batch=first_batch_anyway or limits.hard,
+                          max_offset=_max_offset(log) if limits.read_committed else None,
+                          aborted=limits.read_committed)
     except OffsetOutOfRangeError:
         return _Read(request, _error_data(request, ErrorCode.OFFSET_OUT_OF_RANGE), ERROR)
     region = result.regions[0] if result.regions else None  # one segment per fetch, as Kafka reads
+    aborted = None
+    if result.aborted_transactions is not None:
+        aborted = [AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                   for txn in result.aborted_transactions]
     data = PartitionData(partition_index=request.partition, error_code=ErrorCode.NONE,
                          high_watermark=result.high_watermark, last_stable_offset=result.last_stable_offset,
-                         log_start_offset=result.log_start_offset,
-                         aborted_transactions=[] if limits.read_committed else None,
+                         log_start_offset=result.log_start_offset, aborted_transactions=aborted,
                          preferred_read_replica=-1, records=region if region is not None else b"")
     size = region.length if region is not None else 0
     if limits.hard:
         return _Read(request, data, OK, min(size, limit), cut=limit)
     return _Read(request, data, OK, size)
+
+
+def _max_offset(log) -> int | None:
+    """Where a read_committed read stops: the LSO, when an open transaction holds it below the log end."""
+    last_stable_offset = log.last_stable_offset
+    return last_stable_offset if last_stable_offset < log.log_end_offset else None
 
 
 def _partition_problem(broker, request: PartitionRequest) -> ErrorCode | None:
@@ -246,7 +264,7 @@ def _check_last_fetched_epoch(log, request: PartitionRequest) -> _Read | None:
     if epoch >= request.last_fetched_epoch and end_offset >= request.fetch_offset:
         return None
     data = PartitionData(partition_index=request.partition, error_code=ErrorCode.NONE,
-                         high_watermark=log.high_watermark, last_stable_offset=log.high_watermark,
+                         high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
                          log_start_offset=log.log_start_offset,
                          diverging_epoch=FetchResponse.EpochEndOffset(epoch=epoch, end_offset=end_offset),
                          aborted_transactions=None, records=b"")

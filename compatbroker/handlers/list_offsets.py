@@ -7,8 +7,8 @@ Behaviour, as Kafka's:
   offset), -5 the latest tiered offset (v9+) and -6 the earliest offset pending upload (v11+), both -1 without
   tiered storage. A negative timestamp that is not a position of the request's version answers
   UNSUPPORTED_VERSION.
-- Any other timestamp finds the first record whose timestamp is at or after it; none (or one past the last
-  fetchable offset) answers offset -1 and timestamp -1 without an error.
+- Any other timestamp finds the first record whose timestamp is at or after it; none (or one at or past the last
+  fetchable offset: under read_committed, the LSO) answers offset -1 and timestamp -1 without an error.
 - v1+: a partition named twice answers INVALID_REQUEST for each mention; from v4 the leader epoch of the answer is
   given (the epoch that wrote the record found, the current epoch for "latest", that of the log start for
   "earliest"), and a `current_leader_epoch` other than -1 is checked: older than ours FENCED_LEADER_EPOCH, newer
@@ -108,11 +108,14 @@ def leader_epoch_error(current_epoch: int, asserted_epoch: int) -> ErrorCode | N
 
 
 def _last_fetchable_offset(request, log) -> int:
-    """Where "latest" is for this asker: consumers stop at the high watermark (read_uncommitted) or the last stable
-    offset (read_committed), replicas at the log end. On one broker without open transactions all three agree."""
+    """Where "latest" is for this asker (Kafka's lastFetchableOffset): consumers stop at the high watermark
+    (read_uncommitted) or the last stable offset (read_committed, v2+), replicas at the log end. Timestamp lookups,
+    MAX_TIMESTAMP included, find nothing at or past it."""
     if request.replica_id != CONSUMER_REPLICA_ID:
         return log.log_end_offset
-    return log.high_watermark  # also the last stable offset until transactions exist
+    if request.isolation_level == READ_COMMITTED:
+        return log.last_stable_offset
+    return log.high_watermark
 
 
 def _find(broker, log, timestamp: int, last_fetchable: int) -> tuple[int, int, int]:

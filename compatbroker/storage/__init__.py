@@ -1,5 +1,6 @@
 """Partition logs in Kafka's on-disk format: segments, indexes, checkpoints, recovery, retention, compaction, and
-the producer state of idempotent and transactional producers with its snapshot files.
+the producer state of idempotent and transactional producers with its snapshot files, and the transaction view of
+a partition (open transactions, the last stable offset, the `.txnindex` of aborted transactions).
 
 Entry points: `LogManager` (a data directory), `Log` (one partition), `LogConfig` (topic-level settings),
 `ProducerStateManager` (a partition's producers, as `Log.producer_state`), and the `StorageError` subclasses, which
@@ -8,7 +9,8 @@ carry Kafka error codes.
 from .errors import (CorruptMessageError, CorruptSnapshotError, InvalidProducerEpochError, InvalidRecordError,
                      InvalidTimestampError, InvalidTxnStateError, LogDirError, MessageTooLargeError,
                      OffsetOutOfRangeError, OutOfOrderSequenceError, PolicyViolationError, RecordListTooLargeError,
-                     StorageError, UnknownProducerIdError, UnsupportedCompressionTypeError)
+                     StorageError, TransactionCoordinatorFencedError, UnknownProducerIdError,
+                     UnsupportedCompressionTypeError)
 from .log import AppendResult, Log, ReadResult
 from .log_config import ConfigError, LogConfig, StorageConfig
 from .log_manager import LogManager
@@ -19,5 +21,5 @@ __all__ = [
     "InvalidRecordError", "InvalidTimestampError", "InvalidTxnStateError", "Log", "LogConfig", "LogDirError",
     "LogManager", "MessageTooLargeError", "OffsetOutOfRangeError", "OutOfOrderSequenceError", "PolicyViolationError",
     "ProducerStateEntry", "ProducerStateManager", "ReadResult", "RecordListTooLargeError", "StorageConfig",
-    "StorageError", "UnknownProducerIdError", "UnsupportedCompressionTypeError",
+    "StorageError", "TransactionCoordinatorFencedError", "UnknownProducerIdError", "UnsupportedCompressionTypeError",
 ]

@@ -70,6 +70,13 @@ class InvalidTxnStateError(StorageError):
     error_code = 48
 
 
+class TransactionCoordinatorFencedError(StorageError):
+    """A transaction marker carries a coordinator epoch older than that of the last marker the partition holds for
+    the producer: it comes from a coordinator that has been replaced."""
+
+    error_code = 52
+
+
 class UnknownProducerIdError(StorageError):
     """The partition holds no state for the producer (never seen, or expired) and the batch does not start a
     sequence at 0, so a gap cannot be ruled out."""

@@ -26,14 +26,21 @@ offsets with `duplicate=True`. Snapshots of it are written at every roll (at the
 by the next flush) and at close (at the log end offset); opening, and truncation, load the newest snapshot at or
 below the log end offset and replay the batch headers after it. Snapshots below the log start offset are deleted,
 and at most one per segment plus the newest are kept.
+
+Transactions (Kafka's rules): the last stable offset is the first offset of the earliest open transaction, else the
+high watermark. Every abort a marker completes is recorded in the `.txnindex` of the segment holding the marker,
+and `collect_aborted_transactions` answers a read_committed fetch from those indexes without reading records. The
+replay at open and after truncation restores the open transactions and the index entries a crash lost, so after a
+SIGKILL an open transaction stays open until its marker arrives.
 """
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -45,11 +52,12 @@ from .errors import OffsetOutOfRangeError, PolicyViolationError, StorageError
 from .index_file import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
 from .log_config import LogConfig
-from .producer_state import BatchMetadata, ProducerBatch, ProducerStateManager, producer_batch
+from .producer_state import BatchMetadata, CompletedTxn, ProducerBatch, ProducerStateManager, producer_batch
 from .recovery import iter_batch_headers, recover_segment, recover_segments
 from .segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
                       AppendBatch, LogSegment, segment_name, segment_path)
 from .time_index import TimestampOffset
+from .transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from .validator import CLIENT, CheckedBatch, validate_records, verify_crcs
 
 _STAMP_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch: the bytes before magic
@@ -58,6 +66,7 @@ _STAMP_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeade
 # with the write wins back only from roughly 400 KiB up, and only with a free core (measured on 2 cores: a 1 MiB
 # append takes 250 us instead of 275, beside 210 for the write alone; with both cores busy it loses instead).
 _CRC_OVERLAP_MIN_BYTES = 512 * 1024
+_REPLAY_CHUNK = 4096  # producer batches applied at a time when replaying: bounds the completed transactions held
 
 
 class AppendResult(NamedTuple):
@@ -75,6 +84,8 @@ class ReadResult(NamedTuple):
     log_start_offset: int
     log_end_offset: int
     last_stable_offset: int
+    # With `aborted=True`: the aborted transactions overlapping the first region (Kafka's addAbortedTransactions).
+    aborted_transactions: list[AbortedTxn] | None = None
 
     @property
     def size(self) -> int:
@@ -186,6 +197,20 @@ class Log:
         return self.log_end_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """First offset of the earliest open transaction (at least the log start offset, as Kafka's
+        updateFirstUnstableOffset has it), else the high watermark."""
+        first_unstable = self.producer_state.first_unstable_offset
+        high_watermark = self.high_watermark
+        if first_unstable is None:
+            return high_watermark
+        return min(max(first_unstable, self.log_start_offset), high_watermark)
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction, in first-offset order."""
+        return self.producer_state.ongoing_transactions()
+
+    @property
     def size(self) -> int:
         return sum(segment.size for segment in self._segments)
 
@@ -241,10 +266,22 @@ class Log:
             self.roll(now_ms)
         self.active_segment.append(buffers, batches, verify=verify)
         if producer_batches:
-            self.producer_state.update(producer_batches)
+            completed = self.producer_state.update(producer_batches)
+            if completed:
+                self._index_aborts(completed)
         self.epochs.assign(leader_epoch, base_offset)
         flush_needed = self.log_end_offset - self.recovery_point >= self.config.flush_messages
         return AppendResult(base_offset, last_offset, append_time, self.log_start_offset, flush_needed)
+
+    def _index_aborts(self, completed: Iterable[CompletedTxn]) -> None:
+        """Record the aborts among `completed` in the `.txnindex` of the segment holding each marker, unless the
+        entry is there already (a replay after a crash that kept it)."""
+        for txn in completed:
+            if txn.is_aborted:
+                segment = self._segments[max(bisect.bisect_right(self._bases, txn.last_offset) - 1, 0)]
+                entries = segment.aborted_transactions()
+                if not entries or entries[-1].last_offset < txn.last_offset:
+                    segment.append_aborted_transaction(txn.aborted_txn())
 
     def _check_producers(self, batches: list[ProducerBatch], origin: str, verify) -> BatchMetadata | None:
         """The producer state's verdict on an append (see `ProducerStateManager.check_append`). A deferred CRC
@@ -309,6 +346,7 @@ class Log:
             segments = _segments_holding(self._segments, start, target) if target > start else []
             for segment in segments:
                 segment.flush()
+                new_files = segment.take_created_files() or new_files
             if new_files or any(segment.base_offset >= start for segment in segments):
                 try:
                     fsync_path(self.directory)  # a file created since: its name must survive a crash
@@ -347,15 +385,19 @@ class Log:
     # --- read -----------------------------------------------------------------------------------------------------
 
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
-             max_offset: int | None = None) -> ReadResult:
+             max_offset: int | None = None, aborted: bool = False) -> ReadResult:
         """File regions of the whole batches from the one holding `offset`, up to `max_bytes` in total (at least one
-        batch with `min_one_batch`), stopping before the batch holding `max_offset`. Never waits, never copies."""
+        batch with `min_one_batch`), stopping before the batch holding `max_offset`. Never waits, never copies.
+        With `aborted` (read_committed), the result lists the aborted transactions overlapping the first region."""
         segments, bases = self._segments, self._bases
         log_end_offset, log_start_offset = self.log_end_offset, self.log_start_offset
         if offset < log_start_offset or offset > log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{log_start_offset}, {log_end_offset}] of {self.topic}-{self.partition}")
+        last_stable_offset = self.last_stable_offset
+        fetch_offset = offset
         regions: list[FileRegion] = []
+        first_read = None  # (segment, end position) of the first region
         remaining = max_bytes
         index = max(bisect.bisect_right(bases, offset) - 1, 0)
         while index < len(segments) and offset < log_end_offset:
@@ -370,13 +412,32 @@ class Log:
                 if length == 0:
                     break  # the next batch does not fit what is left of max_bytes
                 regions.append(FileRegion(segment.file, position, length))
+                if first_read is None:
+                    first_read = (segment, position + length)
                 remaining -= length
                 if position + length < (segment.size if max_position is None else max_position) or remaining <= 0:
                     break
             index += 1
             if index < len(segments):
                 offset = max(offset, segments[index].base_offset)
-        return ReadResult(regions, log_end_offset, log_start_offset, log_end_offset, log_end_offset)
+        found = None
+        if aborted:
+            found = [] if first_read is None else self.collect_aborted_transactions(
+                fetch_offset, first_read[0].offset_at_position(first_read[1]))
+        return ReadResult(regions, log_end_offset, log_start_offset, log_end_offset, last_stable_offset, found)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset): Kafka's walk over the
+        `.txnindex` of the segment holding `start_offset` and the ones after it, stopping at the first entry whose
+        last stable offset reaches the upper bound (no later abort can concern a transaction begun below it)."""
+        segments = self._segments
+        found: list[AbortedTxn] = []
+        for segment in segments[max(bisect.bisect_right(self._bases, start_offset) - 1, 0):]:
+            entries, complete = segment.collect_aborted_transactions(start_offset, upper_bound_offset)
+            found.extend(entries)
+            if complete:
+                break
+        return found
 
     def read_bytes(self, offset: int, max_bytes: int, **kwargs) -> bytes:
         """The bytes `read` would send (tests and down-conversion)."""
@@ -536,14 +597,19 @@ class Log:
         return self.producer_state.remove_expired(now_ms, producer_id_expiration_ms)
 
     def _rebuild_producer_state(self, *, clean_shutdown: bool = False) -> None:
-        """Load the newest usable snapshot at or below the log end offset and replay the batch headers after it,
-        then snapshot the result. Without any snapshot after a clean shutdown the log is not read at all: as in
-        Kafka, such a log was written by a broker that kept no producer state, and scanning it could take long."""
+        """Load the newest usable snapshot at or below the log end offset and replay the batch headers after it
+        (restoring open transactions and missing `.txnindex` entries), then snapshot the result. Without any
+        snapshot after a clean shutdown the log is not read at all: as in Kafka, such a log was written by a broker
+        that kept no producer state, and scanning it could take long."""
         state = self.producer_state
         end = self.log_end_offset
         loaded = state.load(self.log_start_offset, end)
         if loaded is not None or not clean_shutdown:
-            state.update(_replayed_batches(self._segments, self.log_start_offset if loaded is None else loaded))
+            replay = _replayed_batches(self._segments, self.log_start_offset if loaded is None else loaded)
+            while chunk := list(itertools.islice(replay, _REPLAY_CHUNK)):
+                completed = state.update(chunk)
+                if completed:
+                    self._index_aborts(completed)  # those whose entry a crash lost
         state.take_snapshot(end, sync=True)
         state.remove_stray_snapshots(self._bases)
 
@@ -682,10 +748,16 @@ def _finish_interrupted_operations(directory: str) -> set[str]:
             changed = True
     for name in sorted(n for n in names if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)):
         base = _base_offset_of(name)
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        # `rename_files` renames the `.index` before the `.txnindex`: while the new `.index` is still a `.swap`, a
+        # `.txnindex` under the final name is the replaced segment's (the new one may have none).
+        stale_txn_index = os.path.exists(segment_path(directory, base, INDEX_SUFFIX) + SWAP_SUFFIX)
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             path = segment_path(directory, base, suffix)
             if os.path.exists(path + SWAP_SUFFIX):
                 os.replace(path + SWAP_SUFFIX, path)
+                changed = True
+            elif suffix == TXN_INDEX_SUFFIX and stale_txn_index and os.path.exists(path):
+                os.unlink(path)
                 changed = True
     if changed:
         names = os.listdir(directory)
@@ -705,7 +777,8 @@ def _open_segments(directory: str, names: set[str], config: LogConfig, recovery_
                    and (base := _base_offset_of(name)) is not None)
     for name in names:  # index files whose log is gone
         base = _base_offset_of(name)
-        if base is not None and name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and base not in bases:
+        if (base is not None and name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX))
+                and base not in bases):
             os.unlink(os.path.join(directory, name))
     segments = []
     for position, base in enumerate(bases):

@@ -24,10 +24,11 @@ removing it, so a crash halfway leaves nothing that loads as a partition; leftov
 The manager runs the periodic work when the broker asks: `flush_due` (flush.ms, and the fsync of rolled segments:
 call it every second or so even when flush.ms is Kafka's "never", and in an executor, since it fsyncs),
 `checkpoint` (recovery points and log start offsets), `run_retention`, `run_cleaner` (or
-`prepare_clean`/`commit_clean` for an executor). `write_checkpoints` may run in executor threads, several at once:
-each file is written in turn, newest state last (see `checkpoints`); the temp files of writes a crash interrupted
-are removed at start-up. It owns one worker thread that the logs share to check the CRC of large appends beside
-their write (see `Log`).
+`prepare_clean`/`commit_clean` for an executor; the cleaner never goes past a partition's last stable offset, see
+`cleaner`, and a checkpointed first dirty offset outside the log is reset to the log start offset, as in Kafka).
+`write_checkpoints` may run in executor threads, several at once: each file is written in turn, newest state last
+(see `checkpoints`); the temp files of writes a crash interrupted are removed at start-up. It owns one worker
+thread that the logs share to check the CRC of large appends beside their write (see `Log`).
 """
 from __future__ import annotations
 
@@ -351,7 +352,9 @@ class LogManager:
         log = self.logs.get(tp)
         if log is None:
             return None
-        first_dirty = max(self.first_dirty_offsets.get(tp, 0), log.log_start_offset)
+        first_dirty = self.first_dirty_offsets.get(tp, 0)
+        if first_dirty < log.log_start_offset or first_dirty > log.log_end_offset:
+            first_dirty = log.log_start_offset  # Kafka's reset: retention passed it, or the log was truncated
         if not needs_cleaning(log, first_dirty, now_ms):
             return None
         return prepare_clean(log, first_dirty, now_ms)

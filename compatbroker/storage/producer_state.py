@@ -17,8 +17,17 @@ open transaction began. A client append is checked batch by batch against it bef
   happens after `producer.id.expiration.ms` of silence or a lost state;
 - a non-transactional batch while the producer's transaction is open: InvalidTxnStateError.
 
-Once the bytes are written, `update` applies the batches; appends of the broker's own (the coordinator's markers)
-and the replay of the log at start-up go straight to `update`, unchecked. Control batches end a transaction.
+The coordinator's transaction markers (control batches, origin "coordinator") get Kafka's marker checks instead: a
+producer epoch older than the producer's current one is InvalidProducerEpochError, a coordinator epoch older than
+that of the producer's last marker TransactionCoordinatorFencedError. Other broker-own appends, and the replay of
+the log at start-up, go straight to `update`, unchecked.
+
+Once the bytes are written, `update` applies the batches. The first transactional batch of a producer opens its
+transaction; a marker completes it, and `update` reports each completed transaction (`CompletedTxn`), with the
+last stable offset that Kafka records for an aborted one in the `.txnindex`: the first offset of the earliest other
+open transaction, else the marker's offset + 1. Open transactions are kept in first-offset order, so the first
+unstable offset (which bounds the partition's last stable offset) is found in O(1); non-transactional batches cost
+nothing extra.
 
 Snapshots (`producer_snapshot`) hold the state as of an offset; `load` restores the newest usable one and the log
 replays its batch headers from there. Producers stay when the log start offset passes their last batch, as in
@@ -28,18 +37,19 @@ open transaction.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from ..protocol.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader, iter_records
-from ..protocol.records.control import TransactionMarker, parse_control_record
+from ..protocol.records.control import ControlRecordType, TransactionMarker, parse_control_record
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError
 from .errors import (CorruptSnapshotError, InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError,
-                     UnknownProducerIdError)
+                     TransactionCoordinatorFencedError, UnknownProducerIdError)
 from .producer_snapshot import (SnapshotEntry, delete_snapshot, fsync_path, read_snapshot, snapshot_offsets,
                                 snapshot_path, write_snapshot)
-from .validator import CLIENT
+from .transaction_index import AbortedTxn
+from .validator import CLIENT, COORDINATOR
 
 NUM_BATCHES_TO_RETAIN = 5
 _SEQUENCE_MODULUS = 2**31  # sequences are int32s that wrap from 2147483647 to 0
@@ -103,6 +113,20 @@ def transaction_marker(raw) -> TransactionMarker | None:
         return None if record is None else parse_control_record(record.key, record.value)
     except (CorruptRecordError, InvalidRecordError):
         return None
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction a marker completed: `last_offset` is the marker's offset, `last_stable_offset` Kafka's LSO
+    for its `.txnindex` entry (the first offset of the earliest other open transaction, else the marker's + 1)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+    last_stable_offset: int
+
+    def aborted_txn(self) -> AbortedTxn:
+        return AbortedTxn(self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset)
 
 
 class ProducerStateEntry:
@@ -190,6 +214,20 @@ class _Expected(NamedTuple):
 _NOTHING_KNOWN = _Expected(NO_PRODUCER_EPOCH, NO_SEQUENCE, False, False)
 
 
+def _check_marker(batch: ProducerBatch, entry: ProducerStateEntry | None) -> None:
+    """Kafka's checks of a transaction marker the coordinator writes (ProducerAppendInfo.appendEndTxnMarker)."""
+    if entry is None:
+        return
+    if batch.producer_epoch < entry.producer_epoch:
+        raise InvalidProducerEpochError(f"epoch of producer {batch.producer_id} at offset {batch.first_offset} is "
+                                        f"{batch.producer_epoch}, which is smaller than the last seen epoch "
+                                        f"{entry.producer_epoch}")
+    if entry.coordinator_epoch > batch.marker.coordinator_epoch:
+        raise TransactionCoordinatorFencedError(
+            f"invalid coordinator epoch for producer {batch.producer_id} at offset {batch.first_offset}: "
+            f"{batch.marker.coordinator_epoch} (zombie), {entry.coordinator_epoch} (current)")
+
+
 def _check_batch(batch: ProducerBatch, expected: _Expected) -> None:
     """Kafka's epoch, sequence and transaction checks of a client's batch; raises the error the producer gets."""
     epoch = expected.epoch
@@ -220,6 +258,8 @@ class ProducerStateManager:
         """`names`: the files of `directory`, when the caller has just listed it."""
         self.directory = directory
         self._producers: dict[int, ProducerStateEntry] = {}
+        # Open transactions, producer id -> first offset, in first-offset order (transactions open in offset order).
+        self._ongoing: OrderedDict[int, int] = OrderedDict()
         self._snapshots: list[int] = snapshot_offsets(directory, names)  # ascending
         self._unsynced: list[int] = []  # snapshots written without fsync, for the next flush
         self._unsynced_lock = threading.Lock()
@@ -235,14 +275,32 @@ class ProducerStateManager:
     def __len__(self) -> int:
         return len(self._producers)
 
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest open transaction; None when none is open."""
+        while True:  # the cleaner reads this from an executor thread: a change on the loop mid-read raises
+            try:
+                return next(iter(self._ongoing.values()), None)
+            except RuntimeError:
+                continue
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of each open transaction, in first-offset order."""
+        return dict(self._ongoing)
+
     # --- appends --------------------------------------------------------------------------------------------------
 
     def check_append(self, batches: Sequence[ProducerBatch], origin: str = CLIENT) -> BatchMetadata | None:
         """Check the producer batches of an append before it is written. Returns the remembered batch when the
         append is a retry (the first batch, in order, that repeats one: nothing may then be written), None when
-        it may go ahead; raises a StorageError subclass when it must be refused. Only client appends are checked.
+        it may go ahead; raises a StorageError subclass when it must be refused. Client appends get the producer
+        checks, the coordinator's markers the marker checks; other appends none.
         """
         if origin != CLIENT:
+            if origin == COORDINATOR:
+                for batch in batches:
+                    if batch.marker is not None:
+                        _check_marker(batch, self._producers.get(batch.producer_id))
             return None
         producers = self._producers
         earlier: dict[int, _Expected] | None = {} if len(batches) > 1 else None
@@ -263,14 +321,44 @@ class ProducerStateManager:
                                                        expected.txn_open or batch.is_transactional, expected.known)
         return None
 
-    def update(self, batches: Iterable[ProducerBatch]) -> None:
-        """Apply written batches, in offset order (no checks)."""
+    def update(self, batches: Iterable[ProducerBatch]) -> Sequence[CompletedTxn]:
+        """Apply written batches, in offset order (no checks); returns the transactions their markers completed
+        (an empty tuple when none did: non-transactional appends allocate nothing)."""
         producers = self._producers
+        completed: list[CompletedTxn] | None = None
         for batch in batches:
             entry = producers.get(batch.producer_id)
             if entry is None:
                 entry = producers[batch.producer_id] = ProducerStateEntry(batch.producer_id)
-            entry.apply(batch)
+            if not batch.is_transactional:
+                entry.apply(batch)
+            elif batch.marker is None:
+                if entry.current_txn_start_offset < 0:
+                    self._ongoing[batch.producer_id] = batch.first_offset
+                entry.apply(batch)
+            else:
+                done = self._complete(entry, batch)
+                entry.apply(batch)
+                if done is not None:
+                    if completed is None:
+                        completed = []
+                    completed.append(done)
+        return completed or ()
+
+    def _complete(self, entry: ProducerStateEntry, marker: ProducerBatch) -> CompletedTxn | None:
+        """The transaction `marker` ends (None when the producer has none open here: a marker then completes
+        nothing, as in Kafka), with its last stable offset taken before it leaves the open ones."""
+        first_offset = entry.current_txn_start_offset
+        if first_offset < 0:
+            return None
+        last_stable_offset = marker.first_offset + 1
+        for producer_id, other_first in self._ongoing.items():
+            if producer_id != marker.producer_id:
+                last_stable_offset = other_first
+                break
+        self._ongoing.pop(marker.producer_id, None)
+        return CompletedTxn(marker.producer_id, first_offset, marker.first_offset,
+                            marker.marker.type == ControlRecordType.ABORT, last_stable_offset)
 
     def remove_expired(self, now_ms: int, producer_id_expiration_ms: int) -> int:
         """Forget producers idle for `producer.id.expiration.ms` (not those with an open transaction); returns how
@@ -284,6 +372,7 @@ class ProducerStateManager:
 
     def clear(self) -> None:
         self._producers = {}
+        self._ongoing = OrderedDict()
 
     # --- snapshots ------------------------------------------------------------------------------------------------
 
@@ -335,6 +424,9 @@ class ProducerStateManager:
                 self._delete(offset)
                 continue
             self._producers = {entry.producer_id: ProducerStateEntry.from_snapshot(entry) for entry in entries}
+            self._ongoing = OrderedDict(sorted(
+                ((entry.producer_id, entry.current_txn_first_offset) for entry in entries
+                 if entry.current_txn_first_offset >= 0), key=lambda item: item[1]))
             return offset
         return None
 

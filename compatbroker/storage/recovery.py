@@ -11,7 +11,9 @@ Segments wholly before the recovery point are trusted (they were fsynced) and on
 its first use (`LogSegment.offset_index`), which recovers it when its indexes fail the check.
 
 Producer state is rebuilt after recovery, from the batches recovery kept (`iter_batch_headers` reads their headers),
-so a batch cut off here never counts as written for deduplication either.
+so a batch cut off here never counts as written for deduplication either. The same replay restores the open
+transactions and writes the `.txnindex` entries of aborts whose entry did not survive; recovery itself only drops
+the entries of aborts whose marker it cut off.
 """
 from __future__ import annotations
 
@@ -101,6 +103,7 @@ def recover_segment(segment: LogSegment) -> int:
     truncated = segment.size - valid_end
     if truncated:
         segment.truncate_file(valid_end)
+    segment.truncate_aborted_from(segment.next_offset)
     segment.time_index.maybe_append(segment.max_timestamp_so_far, segment.offset_of_max_timestamp,
                                     skip_full_check=True)
     return truncated

@@ -1,4 +1,5 @@
-"""One segment of a partition log: the `.log` file of batches and its `.index` and `.timeindex`.
+"""One segment of a partition log: the `.log` file of batches, its `.index` and `.timeindex`, and a `.txnindex`
+(the aborted transactions whose ABORT marker it holds: see `transaction_index`) once an abort lands in it.
 
 The three files are named by the segment's base offset in 20 digits (`00000000000000000000.log`). The `.log` file is
 batches back to back, byte for byte as stored by Kafka. A segment only ever grows at its end while it is active;
@@ -7,7 +8,8 @@ after a roll it is sealed and never written again (the cleaner writes replacemen
 Descriptors, as in Kafka, about one per partition: the active segment keeps its `.log` open and its indexes in
 memory (written to their files on flush, seal and close). A sealed segment opens nothing until it is used; then its
 `.log` is opened and its indexes mapped, and `open_segments`, one small LRU for the whole process, releases the
-least recently used past `OPEN_SEALED_SEGMENTS`.
+least recently used past `OPEN_SEALED_SEGMENTS`. The `.txnindex` keeps no descriptor: its entries are cached in
+memory on first use and each abort opens, appends to and closes the file.
 
 Readers get `(SegmentFile, position, length)` regions. `SegmentFile` owns the descriptor and closes it when the last
 holder lets go, so a region taken before the segment was deleted or evicted still reads the bytes it covered.
@@ -26,6 +28,8 @@ from ..protocol.records.batch import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .index_file import IndexCorruptError
 from .offset_index import OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from .transaction_index import (TXN_INDEX_SUFFIX, AbortedTxn, append_transaction_index, collect_aborted_txns,
+                                read_transaction_index, truncate_transaction_index)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -113,6 +117,13 @@ class OpenSegments:
         with self._lock:
             self._segments.pop(segment, None)
 
+    def release_all(self) -> None:
+        """Release every sealed segment's handles (each file closes once no reader holds it)."""
+        with self._lock:
+            released, self._segments = list(self._segments), OrderedDict()
+        for segment in released:
+            segment.release_handles()
+
     def __len__(self) -> int:
         return len(self._segments)
 
@@ -177,6 +188,10 @@ class LogSegment:
             self._offset_index.start_empty()
             self._time_index.start_empty()
         self._indexes_checked = active
+        self._txn_index_path = segment_path(directory, base_offset, TXN_INDEX_SUFFIX) + suffix
+        self._aborted: list[AbortedTxn] | None = None  # the `.txnindex` entries, read on first use
+        self._txn_index_unsynced = False  # appended to since the last flush
+        self._txn_index_created = False  # created since the last flush: its directory entry needs an fsync too
         self.created_ms = created_ms
         self.next_offset = base_offset if next_offset is None else next_offset
         self._max_timestamp: int | None = NO_TIMESTAMP if active else None  # None: read from the time index
@@ -218,6 +233,8 @@ class LogSegment:
         self._file = None
         self._offset_index.release()
         self._time_index.release()
+        if self._aborted:  # entries are read again on next use (bounded memory); "no file" stays known
+            self._aborted = None
 
     @property
     def offset_index(self) -> OffsetIndex:
@@ -277,7 +294,7 @@ class LogSegment:
     def create(cls, directory: str, base_offset: int, *, index_interval_bytes: int, max_index_size: int,
                now_ms: int) -> LogSegment:
         """A new, empty, active segment. Files left over at that name (an interrupted roll) are emptied."""
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             try:
                 os.unlink(segment_path(directory, base_offset, suffix))
             except FileNotFoundError:
@@ -480,6 +497,47 @@ class LogSegment:
                         return TimestampOffset(record.timestamp, record.offset)
         return None
 
+    # --- aborted transactions -------------------------------------------------------------------------------------
+
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """The entries of the `.txnindex` ([] without one), cached after the first read."""
+        if self._aborted is None:
+            self._aborted = read_transaction_index(self._txn_index_path)
+        return self._aborted
+
+    def append_aborted_transaction(self, txn: AbortedTxn) -> None:
+        """Record an abort whose marker this segment holds (the file is created by the first)."""
+        entries = self.aborted_transactions()
+        if entries and entries[-1].last_offset >= txn.last_offset:
+            raise ValueError(f"aborted transaction {txn} does not follow {entries[-1]} in {self._txn_index_path}")
+        if append_transaction_index(self._txn_index_path, txn):
+            self._txn_index_created = True
+        self._aborted = [*entries, txn]  # a new list: a reader of the old one sees it unchanged
+        self._txn_index_unsynced = True
+
+    def collect_aborted_transactions(self, fetch_offset: int,
+                                     upper_bound_offset: int) -> tuple[list[AbortedTxn], bool]:
+        """Kafka's search of this segment's index (see `transaction_index.collect_aborted_txns`)."""
+        return collect_aborted_txns(self.aborted_transactions(), fetch_offset, upper_bound_offset)
+
+    def _truncate_aborted(self, offset: int) -> None:
+        """Drop the entries of aborts whose marker is at or after `offset` (Kafka's TransactionIndex.truncateTo)."""
+        entries = self.aborted_transactions()
+        kept = [entry for entry in entries if entry.last_offset < offset]
+        if len(kept) != len(entries):
+            truncate_transaction_index(self._txn_index_path, len(kept))
+            self._aborted = kept
+
+    def offset_at_position(self, position: int) -> int:
+        """The first offset of the batch at `position` (the segment's next offset at or past its end)."""
+        if position >= self.size:
+            return self.next_offset
+        after = self._after_last_read
+        if after is not None and after[1] == position:
+            return after[0]
+        batch = next(self.iter_batches(position), None)
+        return self.next_offset if batch is None else batch.base_offset
+
     # --- truncation and recovery ----------------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
@@ -494,6 +552,7 @@ class LogSegment:
         os.ftruncate(self._file.fd, batch.position)  # the active segment's (truncation makes it active first)
         self.size = batch.position
         self.next_offset = batch.base_offset if batch.position else self.base_offset
+        self._truncate_aborted(self.next_offset)
         entry = self.time_index.last_entry
         self.max_timestamp_so_far, self.offset_of_max_timestamp = entry.timestamp, entry.offset
         self._bytes_since_last_index_entry = 0
@@ -521,6 +580,10 @@ class LogSegment:
         file = self.file
         os.ftruncate(file.fd, position)
         self.size = position
+
+    def truncate_aborted_from(self, offset: int) -> None:
+        """Recovery: forget the aborts whose marker was cut off (at or after `offset`)."""
+        self._truncate_aborted(offset)
 
     # --- life cycle -----------------------------------------------------------------------------------------------
 
@@ -581,13 +644,38 @@ class LogSegment:
             raise
         self._offset_index.persist(sync=True)
         self._time_index.persist(sync=True)
+        self._flush_txn_index()
+
+    def _flush_txn_index(self) -> None:
+        if self._txn_index_unsynced:
+            self._txn_index_unsynced = False  # first: an abort appended during the fsync sets it again
+            try:
+                fd = os.open(self._txn_index_path, os.O_RDONLY)
+            except FileNotFoundError:
+                return  # renamed or deleted meanwhile
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def take_created_files(self) -> bool:
+        """Whether a file of this segment was created since the last call (the `.txnindex`): the log's flush
+        then fsyncs the directory as well."""
+        created, self._txn_index_created = self._txn_index_created, False
+        return created
 
     def rename_files(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename the three files from `<name><old_suffix>` to `<name><new_suffix>` (for example "" to
-        ".deleted"); open descriptors stay valid. Indexes go first, so a `.log` under the new suffix means all three
-        were renamed (what loading relies on for `.swap`)."""
+        """Rename the files (three, four with a `.txnindex`) from `<name><old_suffix>` to `<name><new_suffix>`
+        (for example "" to ".deleted"); open descriptors stay valid. Indexes go first (`.index`, `.timeindex`, then
+        `.txnindex`), so a `.log` under the new suffix means all were renamed (what loading relies on for `.swap`)."""
         for index in (self._offset_index, self._time_index):
             index.rename(index.path[:len(index.path) - len(old_suffix)] + new_suffix)
+        txn_stem = self._txn_index_path[:len(self._txn_index_path) - len(old_suffix)]
+        try:
+            os.rename(self._txn_index_path, txn_stem + new_suffix)
+        except FileNotFoundError:
+            pass  # no abort in this segment
+        self._txn_index_path = txn_stem + new_suffix
         stem = self._log_path[:len(self._log_path) - len(old_suffix)]
         os.rename(self._log_path, stem + new_suffix)
         self._log_path = stem + new_suffix
@@ -611,15 +699,16 @@ class LogSegment:
             file.close()
 
     def delete_files(self) -> None:
-        """Unmap the indexes and unlink all three files. The `.log` descriptor is not closed here: readers may
+        """Unmap the indexes and unlink all the files. The `.log` descriptor is not closed here: readers may
         still hold it, and it closes with its last reference."""
         open_segments.discard(self)
         self._offset_index.delete()
         self._time_index.delete()
-        try:
-            os.unlink(self._log_path)
-        except FileNotFoundError:
-            pass
+        for path in (self._txn_index_path, self._log_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
 
     def __repr__(self):
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

@@ -1,6 +1,7 @@
 """File descriptors: about one per partition (the active segment's `.log`; its indexes live in memory), sealed
 segments opened on demand through a small LRU that never closes a file a reader still holds, and a topic whose
 creation fails leaves nothing behind."""
+import gc
 import os
 import resource
 import shutil
@@ -19,6 +20,14 @@ from compatbroker.storage.segment import open_segments
 from .helpers import NOW, ROOT, batch, open_log, records_of
 
 PROPS = {"log.segment.bytes": "4096", "log.index.interval.bytes": "256", "log.index.size.max.bytes": "4096"}
+
+
+@pytest.fixture(autouse=True)
+def _no_descriptors_of_earlier_tests():
+    """Counts here compare descriptors before and after: files that earlier tests left to the garbage collector, or
+    to the process-wide LRU, must not close in the middle of a count."""
+    open_segments.release_all()
+    gc.collect()
 
 
 def _open_fds() -> int:
