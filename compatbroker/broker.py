@@ -10,7 +10,9 @@ It owns
 - the periodic storage work Kafka runs on its scheduler: time-based flushes, checkpoints, retention and compaction,
   each at its configured interval, with the blocking parts (fsync, cleaning) in executor threads; checkpoint
   writes (periodic, or after a topic deletion) run one at a time, those asked for meanwhile coalesced into one;
-- the fetch session cache (KIP-227).
+- the fetch session cache (KIP-227);
+- the coordinators' periodic work: transactional id expiration and the abort of timed-out transactions, and the
+  `transaction.version` feature level finalized (`finalized_transaction_version`).
 
 Everything here runs on the event loop thread except the executor jobs, which only fsync or read sealed segments.
 """
@@ -61,6 +63,10 @@ class Broker:
             config.max_incremental_fetch_session_cache_slots)
         self.coordinator = None  # the group coordinator (compatbroker.coordinator), made when serving starts
         self.producer_ids = None  # producer id allocation (compatbroker.producer_ids), made on first InitProducerId
+        self.transactions = None  # the transaction coordinator (compatbroker.coordinator.transactions)
+        # The finalized level of the `transaction.version` feature (2: KIP-890 transactions v2); `--emulate` of a
+        # release that does not finalize it sets it lower.
+        self.finalized_transaction_version: int = 2
         self._topics: dict[str, TopicInfo] = {}
         self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self._append_waiters: dict[tuple[str, int], set[asyncio.Future]] = {}
@@ -92,6 +98,8 @@ class Broker:
             (storage.log_retention_check_interval_ms, self.run_retention),
             (self.config.producer_id_expiration_check_interval_ms, self.expire_producers),
             (self.config.transaction_remove_expired_transaction_cleanup_interval_ms, self.expire_transactional_ids),
+            (self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+             self.abort_timed_out_transactions),
         ]
         if storage.log_cleaner_enable:
             jobs.append((storage.log_cleaner_backoff_ms, self.run_cleaner))
@@ -100,7 +108,9 @@ class Broker:
                 self._background.append(asyncio.create_task(self._every(interval_ms, job),
                                                             name=f"compatbroker {job.__name__}"))
         from .coordinator import coordinator_of  # the coordinator builds on the broker, not the other way round
+        from .coordinator.transactions import transactions_of
         coordinator_of(self)  # loads __consumer_offsets in the background; group requests wait for it
+        transactions_of(self)  # loads __transaction_state likewise
 
     def begin_shutdown(self) -> None:
         """Answer every long poll now and make later ones return at once (the server is draining)."""
@@ -121,6 +131,8 @@ class Broker:
                 task.cancel()
             await asyncio.gather(*self._background, return_exceptions=True)
             self._background = []
+        if self.transactions is not None:  # first: completing a transaction calls the group coordinator
+            await self.transactions.stop()
         if self.coordinator is not None:
             await self.coordinator.stop()
         if self._checkpoint_writer is not None:  # its write must not overlap the final one of logs.shutdown
@@ -359,8 +371,13 @@ class Broker:
 
     async def expire_transactional_ids(self) -> int:
         """Forget transactional ids unused for transactional.id.expiration.ms; returns how many went."""
-        from .producer_ids import producer_ids_of  # made on first use, like the coordinator
-        return len(await producer_ids_of(self).expire_transactional_ids(self.now_ms()))
+        from .coordinator.transactions import transactions_of  # made on first use, like the coordinator
+        return len(await transactions_of(self).expire_transactional_ids())
+
+    async def abort_timed_out_transactions(self) -> int:
+        """Abort the transactions open longer than their timeout; returns how many."""
+        from .coordinator.transactions import transactions_of
+        return len(await transactions_of(self).abort_timed_out_transactions())
 
     async def run_cleaner(self) -> int:
         """Compact the logs that need it: each pass is prepared in an executor and committed on the loop."""

@@ -195,6 +195,13 @@ _SETTINGS = (
     _Setting("transactional.id.expiration.ms", _parse_int, 604_800_000, 1),
     _Setting("transaction.max.timeout.ms", _parse_int, 900_000, 1),
     _Setting("transaction.remove.expired.transaction.cleanup.interval.ms", _parse_int, 3_600_000, 1),
+    _Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", _parse_int, 10_000, 1),
+    _Setting("transaction.state.log.num.partitions", _parse_int, 50, 1),
+    _Setting("transaction.state.log.segment.bytes", _parse_int, 104_857_600, 1),
+    _Setting("transaction.state.log.load.buffer.size", _parse_int, 5_242_880, 1),
+    _Setting("transaction.partition.verification.enable", _parse_bool, True),
+    _Setting("add.partitions.to.txn.retry.backoff.ms", _parse_int, 20, 1),
+    _Setting("add.partitions.to.txn.retry.backoff.max.ms", _parse_int, 100, 0),
 )
 _SETTINGS_BY_NAME = {setting.name: setting for setting in _SETTINGS}
 
@@ -252,6 +259,13 @@ class BrokerConfig:
     transactional_id_expiration_ms: int
     transaction_max_timeout_ms: int
     transaction_remove_expired_transaction_cleanup_interval_ms: int
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int
+    transaction_state_log_num_partitions: int
+    transaction_state_log_segment_bytes: int
+    transaction_state_log_load_buffer_size: int
+    transaction_partition_verification_enable: bool
+    add_partitions_to_txn_retry_backoff_ms: int
+    add_partitions_to_txn_retry_backoff_max_ms: int
     data_dir: str
     storage: StorageConfig
     log_defaults: LogConfig

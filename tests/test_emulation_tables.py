@@ -14,17 +14,23 @@ from pathlib import Path
 
 import pytest
 
+from compatbroker.config import BrokerConfig
 from compatbroker.emulation import (
     RELEASES,
+    FeatureLevels,
     RefusedVersion,
     UnknownRelease,
     advertised,
     emulated_registry,
+    feature_levels,
+    finalized_transaction_version,
+    release_of,
     release_table,
 )
 from compatbroker.handlers import default_registry
 from compatbroker.protocol import API_KEYS
 from compatbroker.protocol.messages import ApiVersionsRequest, MetadataRequest, ProduceRequest
+from compatbroker.server.run import BrokerRuntime, registry_for
 
 from .async_tests import async_test
 from .server.helpers import RawClient, handler_module, running_server
@@ -217,3 +223,40 @@ async def test_produce_v2_to_an_emulated_kafka_4_closes_the_connection(tmp_path:
 
     assert refused
     assert body.responses == []
+
+
+# --- feature levels ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("release, expected", [
+    ("2.8", {}),                                                            # no transaction.version at all
+    ("3.9", {"transaction.version": FeatureLevels(0, 0, 0)}),              # levels 1-2 not production-ready
+    ("4.0", {"transaction.version": FeatureLevels(0, 2, 2)}),
+    ("4.1", {"transaction.version": FeatureLevels(0, 2, 2)}),
+    ("4.3", {"transaction.version": FeatureLevels(0, 2, 2)}),
+])
+def test_each_release_says_which_transaction_version_it_supports_and_finalizes(release, expected):
+    assert feature_levels(release) == expected
+    assert finalized_transaction_version(release) == (expected["transaction.version"].finalized if expected else 0)
+    assert "features" in _document(release)["source"], "the table says where its feature levels come from"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_release_without_transactions_v2_advertises_no_transactions_v2_versions(release):
+    """The first versions of transactions v2 (Produce 12, EndTxn 5, TxnOffsetCommit 5) appear exactly in the
+    releases that finalize transaction.version 2: Kafka's own history, checked across the table."""
+    api = advertised(release)
+    tv2 = finalized_transaction_version(release) >= 2
+    assert (api[0][1] >= 12, api[26][1] >= 5, api[28][1] >= 5) == (tv2, tv2, tv2)
+
+
+@pytest.mark.parametrize("release, level", [(None, 2), ("2.8", 0), ("3.9", 0), ("4.0", 2)])
+@async_test
+async def test_the_runtime_finalizes_the_emulated_releases_level(tmp_path: Path, release, level):
+    properties = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data")}
+    runtime = BrokerRuntime(BrokerConfig(properties), handlers=registry_for(release))
+    await runtime.start()
+    try:
+        assert runtime.broker.finalized_transaction_version == level
+        assert release_of(runtime.handlers) == release
+    finally:
+        await runtime.stop()

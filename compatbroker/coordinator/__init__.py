@@ -1,5 +1,6 @@
 """The group coordinator: classic consumer groups (`membership.py`, `group.py`) and their committed offsets
-(`offsets.py`, `loader.py`), both kept durable in `__consumer_offsets`.
+(`offsets.py`, `loader.py`), both kept durable in `__consumer_offsets`. Offsets committed inside a transaction
+(TxnOffsetCommit) stay pending there until the transaction coordinator's marker completes them.
 
 `Coordinator` is the one object handlers talk to; `coordinator_of(broker)` finds (or creates and starts) the
 broker's. This broker coordinates every group itself: it leads every partition of `__consumer_offsets`.

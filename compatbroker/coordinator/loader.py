@@ -5,11 +5,14 @@ Each partition is read from its log start offset to the log end offset it had wh
 large topic must not stall the event loop, and nothing appends meanwhile (the coordinator answers
 COORDINATOR_LOAD_IN_PROGRESS until the store is loaded).
 
-Replay follows the log: a later record of a key replaces an earlier one and a tombstone removes it. Offsets
-committed inside a transaction (batches with the transactional bit, from TxnOffsetCommit) wait for their
-transaction's marker: a commit marker makes them committed, an abort marker drops them, and those still open at the
-end are reported as unstable. Records this broker does not keep (KIP-848, share and streams groups) are skipped,
-and so is a record that does not decode, with an error in the log rather than a broker that cannot start.
+Replay follows the log: a later record of a key replaces an earlier one and a tombstone removes it (and the
+pending transactional commits of that key written before it). Offsets committed inside a transaction (batches
+with the transactional bit, from TxnOffsetCommit) wait for their producer's marker: a commit marker makes each
+visible unless a newer record (by offset) of the same key already is, as Kafka's replay does; an abort marker drops
+them. Those still open at the end are handed to the store as pending, per partition and producer id, so that a
+marker written after the restart completes them. Records this broker does not keep (KIP-848, share and streams
+groups) are skipped, and so is a record that does not decode, with an error in the log rather than a broker that
+cannot start.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from ..protocol.records.batch import iter_batches, iter_records
 from ..protocol.records.control import ControlRecordType, parse_control_record
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 from ..topic_names import GROUP_METADATA_TOPIC
-from .offsets import CommittedOffset, GroupRecord, OffsetRecord, parse_record
+from .offsets import CommittedOffset, GroupRecord, OffsetRecord, OpenTransactions, PendingCommit, parse_record
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -40,12 +43,14 @@ OffsetKey = tuple[str, int]
 
 @dataclass
 class Replayed:
-    """What the topic holds: per group, the committed offsets; the last metadata record of each group that has
-    one (None when that record is a tombstone); and the partitions with a transactional commit still open."""
+    """What the topic holds: per group, the committed offsets and the offset of the record each comes from; the
+    last metadata record of each group that has one (None when that record is a tombstone); and the commits of
+    transactions still open, by (partition, producer id)."""
 
     offsets: dict[str, dict[OffsetKey, CommittedOffset]] = field(default_factory=dict)
+    positions: dict[str, dict[OffsetKey, int]] = field(default_factory=dict)
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
-    unstable: dict[str, set[OffsetKey]] = field(default_factory=dict)
+    transactions: OpenTransactions = field(default_factory=dict)
     records: int = 0  # records read, for the log line
 
 
@@ -68,7 +73,7 @@ def replay_partition(partition_log: Log, end: int, replayed: Replayed) -> None:
     """Replay one partition below offset `end` into `replayed` (runs in an executor thread and changes nothing
     but `replayed`)."""
     position = partition_log.log_start_offset
-    transactions: dict[int, list[OffsetRecord]] = {}  # open transactions' commits, by producer id
+    transactions: dict[int, dict[str, dict[OffsetKey, PendingCommit]]] = {}  # open ones', by producer id
     while position < end:
         data = memoryview(partition_log.read_bytes(position, LOAD_BUFFER_BYTES))
         if not data:
@@ -83,7 +88,9 @@ def replay_partition(partition_log: Log, end: int, replayed: Replayed) -> None:
                 log.error("%s-%d: skipping the batch at offset %d, which does not decode: %s",
                           GROUP_METADATA_TOPIC, partition_log.partition, header.base_offset, exc)
             position = header.next_offset
-    _finish(transactions, replayed)
+    for producer_id, by_group in transactions.items():
+        if any(by_group.values()):
+            replayed.transactions[(partition_log.partition, producer_id)] = by_group
 
 
 def _replay_batch(batch, header, transactions: dict, replayed: Replayed) -> None:
@@ -98,25 +105,35 @@ def _replay_batch(batch, header, transactions: dict, replayed: Replayed) -> None
             log.error("%s: skipping the record at offset %d, which does not decode: %s", GROUP_METADATA_TOPIC,
                       record.offset, exc)
             continue
-        if isinstance(parsed, OffsetRecord) and header.is_transactional and parsed.committed is not None:
-            transactions.setdefault(header.producer_id, []).append(parsed)
-        elif parsed is not None:
-            _apply(parsed, transactions, replayed)
+        if isinstance(parsed, GroupRecord):
+            replayed.groups[parsed.group_id] = parsed.value
+        elif isinstance(parsed, OffsetRecord):
+            key = (parsed.topic, parsed.partition)
+            if parsed.committed is None:
+                _remove(parsed.group_id, key, transactions, replayed)
+            elif header.is_transactional:
+                by_group = transactions.setdefault(header.producer_id, {})
+                by_group.setdefault(parsed.group_id, {})[key] = PendingCommit(parsed.committed, record.offset)
+            else:
+                _materialize(parsed.group_id, key, PendingCommit(parsed.committed, record.offset), replayed)
 
 
-def _apply(parsed: OffsetRecord | GroupRecord, transactions: dict, replayed: Replayed) -> None:
-    if isinstance(parsed, GroupRecord):
-        replayed.groups[parsed.group_id] = parsed.value
-        return
-    key = (parsed.topic, parsed.partition)
-    offsets = replayed.offsets.setdefault(parsed.group_id, {})
-    if parsed.committed is not None:
-        offsets[key] = parsed.committed
-        return
-    offsets.pop(key, None)
-    same = (parsed.group_id, parsed.topic, parsed.partition)
-    for pending in transactions.values():  # a tombstone also drops transactional commits still open
-        pending[:] = [other for other in pending if (other.group_id, other.topic, other.partition) != same]
+def _materialize(group_id: str, key: OffsetKey, commit: PendingCommit, replayed: Replayed) -> None:
+    """Make the commit visible unless a newer record's offset already is (log order: only transactional commits,
+    applied at their marker, can be older)."""
+    positions = replayed.positions.setdefault(group_id, {})
+    if commit.position > positions.get(key, -1):
+        replayed.offsets.setdefault(group_id, {})[key] = commit.committed
+        positions[key] = commit.position
+
+
+def _remove(group_id: str, key: OffsetKey, transactions: dict, replayed: Replayed) -> None:
+    """A tombstone: the visible offset goes, and so do the open transactions' commits of the key (all of them
+    were written before it)."""
+    replayed.offsets.get(group_id, {}).pop(key, None)
+    replayed.positions.get(group_id, {}).pop(key, None)
+    for by_group in transactions.values():
+        by_group.get(group_id, {}).pop(key, None)
 
 
 def _end_transaction(producer_id: int, record, transactions: dict, replayed: Replayed) -> None:
@@ -124,16 +141,11 @@ def _end_transaction(producer_id: int, record, transactions: dict, replayed: Rep
         marker = parse_control_record(_bytes(record.key), _bytes(record.value))
     except InvalidRecordError:
         return  # a control record that is no transaction marker
-    pending = transactions.pop(producer_id, [])
+    by_group = transactions.pop(producer_id, {})
     if marker.type == ControlRecordType.COMMIT:
-        for parsed in pending:
-            _apply(parsed, transactions, replayed)
-
-
-def _finish(transactions: dict, replayed: Replayed) -> None:
-    for pending in transactions.values():
-        for parsed in pending:
-            replayed.unstable.setdefault(parsed.group_id, set()).add((parsed.topic, parsed.partition))
+        for group_id, pending in by_group.items():
+            for key, commit in pending.items():
+                _materialize(group_id, key, commit, replayed)
 
 
 def _bytes(data) -> bytes | None:

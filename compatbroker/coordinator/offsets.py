@@ -22,6 +22,15 @@ policy: with `flush.messages` or `flush.ms` configured the partition is fsynced 
 Produce with acks=-1 does; with Kafka's defaults the page cache and recovery are trusted, as in Kafka. Operations
 become visible in log order even when their fsyncs finish out of order (see `_PendingWrites`).
 
+Transactional commits (TxnOffsetCommit, `commit_transactional`): one batch with the transactional bit, the producer
+id and epoch, and base sequence 0, as Kafka's group coordinator writes it. Its offsets stay pending for their
+producer (invisible to OffsetFetch; `has_unstable_offset` reports them at once, from the append) until the
+transaction coordinator has written the marker to the group's partition and calls `complete_transaction`: a
+commit makes each offset visible unless a newer record of the same partition (by log position) is already visible
+- Kafka keeps the most recent of a mix of regular and transactional commits - and an abort drops them. A tombstone
+(OffsetDelete, DeleteGroups, retention) also removes the pending commits written before it; retention leaves an
+offset with a pending commit alone, and a group with an open transaction is not removed.
+
 Retention (`offsets.retention.minutes`, checked every `offsets.retention.check.interval.ms`), as Kafka's
 coordinator does it: in an Empty group, offsets expire once the retention has passed since the group became
 Empty; in a group without a protocol type (commits from assign() consumers), since each offset's commit; in a
@@ -74,6 +83,7 @@ OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
 
 NO_OFFSET = -1
+TXN_OFFSET_COMMIT_BASE_SEQUENCE = 0  # Kafka's group coordinator writes its transactional batches with it
 NO_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 
@@ -151,8 +161,9 @@ class OffsetWriteError(Exception):
         self.error_code = error_code
 
 
-# Kafka's translation of append errors into coordinator errors (CoordinatorOperationExceptionHelper).
-_APPEND_ERRORS = {
+# Kafka's translation of append errors into coordinator errors (CoordinatorOperationExceptionHelper; the transaction
+# coordinator's appendTransactionToLog maps alike).
+COORDINATOR_APPEND_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -195,6 +206,10 @@ def offset_commit_value(committed: CommittedOffset) -> bytes:
                               metadata=committed.metadata, commit_timestamp=committed.commit_timestamp_ms,
                               expire_timestamp=committed.expire_timestamp_ms, topic_id=committed.topic_id)
     return _VERSION.pack(version) + encode_message(OffsetCommitValue, version, value)
+
+
+def _commit_records(group_id: str, offsets: list[CommittedOffset]) -> list[tuple[bytes, bytes]]:
+    return [(offset_commit_key(group_id, c.topic, c.partition), offset_commit_value(c)) for c in offsets]
 
 
 def group_metadata_key(group_id: str) -> bytes:
@@ -279,8 +294,20 @@ def group_metadata_value(group) -> GroupMetadataValue:
 
 # --- the store ----------------------------------------------------------------------------------------------------
 
+class PendingCommit(NamedTuple):
+    """A transactional commit awaiting its marker, and the offset of its record in `__consumer_offsets`."""
+
+    committed: CommittedOffset
+    position: int
+
+
+# Open transactions' commits: by (partition of __consumer_offsets, producer id), then group, then topic-partition.
+OpenTransactions = dict[tuple[int, int], dict[str, dict[tuple[str, int], PendingCommit]]]
+
+
 class _Written(NamedTuple):
     log: Log
+    base_offset: int
     last_offset: int
 
 
@@ -311,7 +338,9 @@ class OffsetStore:
         self.loaded = False
         self._loading: asyncio.Task | None = None
         self._offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        self._unstable: dict[str, set[tuple[str, int]]] = {}  # open transactional commits found when loading
+        self._positions: dict[str, dict[tuple[str, int], int]] = {}  # record offset of each visible offset
+        self._transactions: OpenTransactions = {}
+        self._open_by_group: dict[str, set[tuple[int, int]]] = {}  # keys of _transactions holding the group
         self._pending: dict[int, _PendingWrites] = {}  # by partition of __consumer_offsets
         self._in_flight: dict[str, Counter] = {}  # keys of commits appended but not visible yet, per group
         self._expiry_task: asyncio.Task | None = None
@@ -330,12 +359,17 @@ class OffsetStore:
 
         replayed = await replay_offsets_topic(self._broker)
         self._offsets = {group_id: offsets for group_id, offsets in replayed.offsets.items() if offsets}
-        self._unstable = {group_id: set(keys) for group_id, keys in replayed.unstable.items() if keys}
+        self._positions = {group_id: positions for group_id, positions in replayed.positions.items() if positions}
+        for transaction, by_group in replayed.transactions.items():
+            for group_id, pending in by_group.items():
+                if pending:
+                    self._add_pending(transaction, group_id, pending)
         for group_id, value in replayed.groups.items():
             self._coordinator.load_group_metadata(group_id, value)
         self.loaded = True
-        log.info("replayed %d record(s) of %s: %d group(s) with committed offsets, %d group metadata record(s)",
-                 replayed.records, GROUP_METADATA_TOPIC, len(self._offsets), len(replayed.groups))
+        log.info("replayed %d record(s) of %s: %d group(s) with committed offsets, %d group metadata record(s), "
+                 "%d open transaction(s)", replayed.records, GROUP_METADATA_TOPIC, len(self._offsets),
+                 len(replayed.groups), len(self._transactions))
         interval = self.config.retention_check_interval_ms
         if 0 < interval < LONG_MAX:
             self._expiry_task = asyncio.create_task(self._expire_periodically(interval / 1000),
@@ -370,12 +404,16 @@ class OffsetStore:
         return {key: offsets[key] for key in partitions if key in offsets}
 
     def has_unstable_offset(self, group_id: str, topic: str, partition: int) -> bool:
-        """Whether a transactional commit of this partition awaits its transaction's end (OffsetFetch
-        require_stable answers UNSTABLE_OFFSET_COMMIT for it)."""
-        return (topic, partition) in self._unstable.get(group_id, ())
+        """Whether a transactional commit of this partition awaits its transaction's end, from its append on
+        (OffsetFetch require_stable answers UNSTABLE_OFFSET_COMMIT for it)."""
+        key = (topic, partition)
+        return any(key in self._transactions[transaction][group_id]
+                   for transaction in self._open_by_group.get(group_id, ()))
 
     def groups_with_offsets(self) -> set[str]:
-        return set(self._offsets)
+        """Groups with a visible offset or an open transaction's commit (Kafka materialises a simple group for
+        both, and removes neither while a transaction is open)."""
+        return set(self._offsets) | set(self._open_by_group)
 
     # --- writes ---------------------------------------------------------------------------------------------------
 
@@ -387,19 +425,65 @@ class OffsetStore:
         now_ms = self._broker.now_ms()
         stamped = [c if c.commit_timestamp_ms != NO_TIMESTAMP else replace(c, commit_timestamp_ms=now_ms)
                    for c in offsets]
-        records = [(offset_commit_key(group_id, c.topic, c.partition), offset_commit_value(c)) for c in stamped]
-        written = self._append(group_id, records, now_ms)
+        written = self._append(group_id, _commit_records(group_id, stamped), now_ms)
         in_flight = self._in_flight.setdefault(group_id, Counter())
         in_flight.update(c.key for c in stamped)
 
         def apply() -> None:
-            group = self._offsets.setdefault(group_id, {})
-            for committed in stamped:
-                group[committed.key] = committed
+            for position, committed in enumerate(stamped, written.base_offset):
+                self._materialize(group_id, committed, position)
             in_flight.subtract(c.key for c in stamped)
             self._forget_if_empty(group_id)
 
         await self._visible_when_durable(written, apply)
+
+    async def commit_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
+                                   offsets: list[CommittedOffset]) -> None:
+        """Append the commits as one transactional batch of the producer; they are pending (see the module
+        docstring) from the append on, and this returns once the batch is durable. Raises OffsetWriteError when
+        nothing can be stored."""
+        if not offsets:
+            return
+        now_ms = self._broker.now_ms()
+        stamped = [c if c.commit_timestamp_ms != NO_TIMESTAMP else replace(c, commit_timestamp_ms=now_ms)
+                   for c in offsets]
+        written = self._append(group_id, _commit_records(group_id, stamped), now_ms,
+                               producer=(producer_id, producer_epoch))
+        # Pending at once, not when durable: the marker may complete the transaction before our fsync settles.
+        self._add_pending((written.log.partition, producer_id), group_id, {
+            c.key: PendingCommit(c, position) for position, c in enumerate(stamped, written.base_offset)})
+        await self._visible_when_durable(written, lambda: None)
+
+    async def complete_transaction(self, producer_id: int, partition: int, commit: bool) -> None:
+        """The producer's marker is in `__consumer_offsets` partition `partition` (and durable): make its pending
+        commits there visible (commit) or drop them (abort). A marker without pending commits changes nothing."""
+        if not self.loaded and self._loading is not None:
+            # The replay stops at the end the log had when it began, so it may leave this marker's commits open:
+            # complete them once it is done (a failed load has logged its error; then there is nothing here).
+            await asyncio.wait([self._loading])
+        by_group = self._transactions.pop((partition, producer_id), {})
+        for group_id, pending in by_group.items():
+            open_here = self._open_by_group.get(group_id, set())
+            open_here.discard((partition, producer_id))
+            if commit:
+                for item in pending.values():
+                    self._materialize(group_id, item.committed, item.position)
+            self._forget_if_empty(group_id)
+        if by_group:
+            log.info("%s transactional offset commit(s) of producer %d in group(s) %s",
+                     "committed" if commit else "aborted", producer_id, ", ".join(sorted(by_group)))
+
+    def _materialize(self, group_id: str, committed: CommittedOffset, position: int) -> None:
+        """Make `committed` (its record at `position`) visible unless a newer record's offset already is."""
+        positions = self._positions.setdefault(group_id, {})
+        if position > positions.get(committed.key, -1):
+            self._offsets.setdefault(group_id, {})[committed.key] = committed
+            positions[committed.key] = position
+
+    def _add_pending(self, transaction: tuple[int, int], group_id: str,
+                     pending: dict[tuple[str, int], PendingCommit]) -> None:
+        self._transactions.setdefault(transaction, {}).setdefault(group_id, {}).update(pending)
+        self._open_by_group.setdefault(group_id, set()).add(transaction)
 
     async def store_group(self, group) -> None:
         """Write the group's metadata record (after a rebalance completes, a member leaves, ...), durably."""
@@ -419,7 +503,9 @@ class OffsetStore:
 
     def _known_keys(self, group_id: str) -> set[tuple[str, int]]:
         in_flight = {key for key, count in self._in_flight.get(group_id, {}).items() if count > 0}
-        return set(self._offsets.get(group_id, ())) | in_flight | self._unstable.get(group_id, set())
+        pending = {key for transaction in self._open_by_group.get(group_id, ())
+                   for key in self._transactions[transaction][group_id]}
+        return set(self._offsets.get(group_id, ())) | in_flight | pending
 
     async def _delete(self, group_id: str, doomed: list[tuple[str, int]], *, with_group: bool) -> None:
         records = [(offset_commit_key(group_id, topic, partition), None) for topic, partition in doomed]
@@ -427,43 +513,70 @@ class OffsetStore:
             records.append((group_metadata_key(group_id), None))
         if not records:
             return
+        written = self._append(group_id, records, self._broker.now_ms())
 
         def apply() -> None:
-            group = self._offsets.get(group_id, {})
-            unstable = self._unstable.get(group_id, set())
-            for key in doomed:
-                group.pop(key, None)
-                unstable.discard(key)
+            for position, key in enumerate(doomed, written.base_offset):
+                self._remove_before(group_id, key, position)
             self._forget_if_empty(group_id)
 
-        await self._visible_when_durable(self._append(group_id, records, self._broker.now_ms()), apply)
+        await self._visible_when_durable(written, apply)
+
+    def _remove_before(self, group_id: str, key: tuple[str, int], tombstone: int) -> None:
+        """A tombstone at offset `tombstone` removes the visible offset and the pending commits written before it
+        (Kafka's replay of a tombstone; later records are not its to remove)."""
+        positions = self._positions.get(group_id, {})
+        if positions.get(key, -1) < tombstone:
+            self._offsets.get(group_id, {}).pop(key, None)
+            positions.pop(key, None)
+        for transaction in self._open_by_group.get(group_id, ()):
+            pending = self._transactions[transaction][group_id]
+            if key in pending and pending[key].position < tombstone:
+                del pending[key]
 
     def _forget_if_empty(self, group_id: str) -> None:
-        for by_group in (self._offsets, self._unstable):
+        for transaction in list(self._open_by_group.get(group_id, ())):
+            if not self._transactions[transaction][group_id]:
+                self._drop_pending(transaction, group_id)
+        for by_group in (self._offsets, self._positions, self._open_by_group):
             if not by_group.get(group_id):
                 by_group.pop(group_id, None)
         in_flight = self._in_flight.get(group_id)
         if in_flight is not None and not +in_flight:
             del self._in_flight[group_id]
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], now_ms: int) -> _Written:
-        """Append one batch to the group's partition (nothing is written when this raises OffsetWriteError)."""
+    def _drop_pending(self, transaction: tuple[int, int], group_id: str) -> None:
+        by_group = self._transactions[transaction]
+        del by_group[group_id]
+        if not by_group:
+            del self._transactions[transaction]
+        self._open_by_group[group_id].discard(transaction)
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]], now_ms: int, *,
+                producer: tuple[int, int] | None = None) -> _Written:
+        """Append one batch to the group's partition, a transactional one of `producer` (id, epoch) when given
+        (nothing is written when this raises OffsetWriteError)."""
         if not self.loaded:
             raise OffsetWriteError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         partition_log = self._partition_log(group_id)
-        batch = build_batch([(key, value, (), now_ms) for key, value in records])
+        entries = [(key, value, (), now_ms) for key, value in records]
+        if producer is None:
+            batch = build_batch(entries)
+        else:  # Kafka's coordinator writes base sequence 0 (it checks no sequence of its own batches)
+            batch = build_batch(entries, producer_id=producer[0], producer_epoch=producer[1],
+                                base_sequence=TXN_OFFSET_COMMIT_BASE_SEQUENCE, is_transactional=True)
         try:
             result = partition_log.append(batch, now_ms=now_ms, origin=COORDINATOR,
                                           leader_epoch=self._broker.leader_epoch(GROUP_METADATA_TOPIC,
                                                                                  partition_log.partition))
         except StorageError as exc:
             code = ErrorCode(exc.error_code)
-            raise OffsetWriteError(_APPEND_ERRORS.get(code, code), str(exc)) from exc
+            raise OffsetWriteError(COORDINATOR_APPEND_ERRORS.get(code, code), str(exc)) from exc
         except OSError as exc:
             log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition_log.partition, exc)
             raise OffsetWriteError(ErrorCode.NOT_COORDINATOR, str(exc)) from exc
         self._broker.notify_appended(GROUP_METADATA_TOPIC, partition_log.partition)
-        return _Written(partition_log, result.last_offset)
+        return _Written(partition_log, result.base_offset, result.last_offset)
 
     async def _visible_when_durable(self, written: _Written, apply: Callable[[], None]) -> None:
         """Queue `apply` behind the partition's earlier writes; run it (and them) once the write is durable."""
@@ -514,6 +627,8 @@ class OffsetStore:
         now_ms = self._broker.now_ms()
         expired = 0
         for group_id in list(self._offsets):
+            if group_id not in self._offsets:  # emptied (OffsetDelete, DeleteGroups) while this pass waited
+                continue
             doomed = self._expired(group_id, now_ms)
             if not doomed:
                 continue
@@ -528,8 +643,9 @@ class OffsetStore:
         return expired
 
     def _report_groups_without_offsets(self) -> None:
+        keep = self.groups_with_offsets()  # including groups with an open transaction, as Kafka keeps them
         for group in self._coordinator.all_groups():
-            if group.group_id not in self._offsets:
+            if group.group_id not in keep:
                 self._coordinator.on_offsets_deleted(group.group_id)
 
     def _expired(self, group_id: str, now_ms: int) -> list[tuple[str, int]]:
@@ -537,10 +653,11 @@ class OffsetStore:
         base_of = _expiry_base(group)
         if base_of is None:
             return []
-        unstable = self._unstable.get(group_id, ())
         doomed = []
         for key, committed in self._offsets[group_id].items():
-            if key in unstable or (group is not None and group.is_subscribed(key[0])):
+            if group is not None and group.is_subscribed(key[0]):
+                continue
+            if self.has_unstable_offset(group_id, *key):  # Kafka waits for the transaction to end
                 continue
             if committed.expire_timestamp_ms != NO_TIMESTAMP:
                 if now_ms >= committed.expire_timestamp_ms:

@@ -16,6 +16,12 @@ librdkafka needs it) while the broker rejects Produce v0-2.
   ApiVersions newer than ours gets its UNSUPPORTED_VERSION answer), and a version below `accepted_min` closes the
   connection too, which is what Kafka does with it.
 The handlers themselves are shared; only the declared ranges change.
+
+Each table also says which feature levels the release reports in ApiVersions (`features`): the `transaction.version`
+range its broker supports and the level a cluster formatted with it finalizes (2.8: no such feature; 3.9: level 0
+only; 4.0 on: 0-2, finalized 2). The emulated ApiVersions reports the supported range (`supported_features`), and
+the server sets `Broker.finalized_transaction_version` from the finalized level (`finalized_transaction_version`),
+so the transaction coordinator and the handlers behave as that release's cluster does.
 """
 from __future__ import annotations
 
@@ -45,14 +51,50 @@ class ApiRange:
     accepted_min: int  # the oldest version the broker takes; above `min` only where Kafka advertises more
 
 
+@dataclasses.dataclass(frozen=True)
+class FeatureLevels:
+    min: int        # the levels the release's broker supports
+    max: int
+    finalized: int  # the level a cluster formatted with the release finalizes
+
+
 @functools.cache
-def release_table(release: str) -> Mapping[int, ApiRange]:
-    """API key -> ApiRange for every API the release advertises."""
+def _document(release: str) -> dict:
     if release not in RELEASES:
         raise UnknownRelease(f"unknown Kafka release {release!r}; known: {', '.join(RELEASES)}")
     text = resources.files(__package__).joinpath("releases", f"{release}.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def feature_levels(release: str) -> Mapping[str, FeatureLevels]:
+    """Feature name -> the levels Kafka `release` supports and finalizes."""
+    return {name: FeatureLevels(levels["min"], levels["max"], levels["finalized"])
+            for name, levels in _document(release)["features"].items()}
+
+
+def supported_features(release: str) -> dict[str, tuple[int, int]]:
+    """Feature name -> (min, max) supported level, as the release's ApiVersions builds it."""
+    return {name: (levels.min, levels.max) for name, levels in feature_levels(release).items()}
+
+
+def finalized_transaction_version(release: str) -> int:
+    """The `transaction.version` level a cluster of `release` finalizes (0 where the feature does not exist)."""
+    levels = feature_levels(release).get("transaction.version")
+    return 0 if levels is None else levels.finalized
+
+
+def release_of(registry: Mapping[int, object] | None) -> str | None:
+    """The release an emulated registry stands in for; None for any other registry."""
+    for module in (registry or {}).values():
+        return getattr(module, "release", None)
+    return None
+
+
+@functools.cache
+def release_table(release: str) -> Mapping[int, ApiRange]:
+    """API key -> ApiRange for every API the release advertises."""
     table = {}
-    for api in json.loads(text)["apis"]:
+    for api in _document(release)["apis"]:
         table[api["key"]] = ApiRange(api["key"], api["name"], api["min"], api["max"],
                                      api.get("accepted_min", api["min"]))
     return table
@@ -88,6 +130,7 @@ class EmulatedHandler:
         self.MIN_VERSION = min_version
         self.MAX_VERSION = max_version
         self.module = module
+        self.release = release
         self.accepted_min = accepted_min
         # Only a refusing stand-in wraps `handle`: the others add no call to the hot path.
         self.handle = self._refusing_handle if accepted_min > min_version else module.handle
@@ -102,5 +145,6 @@ class EmulatedHandler:
         return f"<EmulatedHandler {self.__name__} v{self.MIN_VERSION}-{self.MAX_VERSION}>"
 
 
-__all__ = ["RELEASES", "ApiRange", "EmulatedHandler", "RefusedVersion", "UnknownRelease", "advertised",
-           "emulated_registry", "release_table"]
+__all__ = ["RELEASES", "ApiRange", "EmulatedHandler", "FeatureLevels", "RefusedVersion", "UnknownRelease",
+           "advertised", "emulated_registry", "feature_levels", "finalized_transaction_version", "release_of",
+           "release_table", "supported_features"]

@@ -13,7 +13,9 @@ exception into a log line and a closed connection: `CloseConnection` where Kafka
 line with its message), any other exception being a bug (ERROR with the traceback).
 
 Handlers of one connection start in arrival order and may run concurrently (a Fetch long poll does not hold up the
-requests behind it), so a handler that changes state (an append) should do so before its first `await`.
+requests behind it), so a handler that changes state (an append) should do so before its first `await`; one that
+must await first (Produce of a transactional batch the coordinator has to check) takes its place in a queue
+before that await (see produce.py).
 
 ApiVersions is built from these declarations (never from the schemas' version ranges); `build_registry` refuses a
 range the schemas do not carry or one that includes a version Kafka marks unstable.
@@ -38,7 +40,8 @@ HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch
                    "describe_groups", "list_groups", "delete_groups", "init_producer_id", "describe_producers",
                    "create_topics", "delete_topics", "create_partitions", "delete_records", "describe_cluster",
                    "describe_log_dirs", "describe_configs", "alter_configs", "incremental_alter_configs",
-                   "offset_for_leader_epoch"]
+                   "offset_for_leader_epoch", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn",
+                   "write_txn_markers", "txn_offset_commit", "describe_transactions", "list_transactions"]
 """Modules of this package that serve requests."""
 
 

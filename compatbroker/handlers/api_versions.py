@@ -12,8 +12,20 @@ Behaviour as in Kafka:
   `unsupported_version_response`, a v0 body holding UNSUPPORTED_VERSION (35) and the one entry for ApiVersions, so
   that the client retries with a version we know (see compatbroker/server/connection.py).
 
-Deviations: no feature flags are advertised (supported_features and finalized_features stay empty, epoch -1),
-since a single broker without a controller has no metadata.version to negotiate.
+Feature flags (KIP-584, v3+): the one feature this broker has, `transaction.version` (KIP-890), as Kafka reports
+it: supported levels 0-2, finalized level `broker.finalized_transaction_version` (2, Kafka 4.x's level for a new
+cluster; lower under `--emulate` for releases that do not finalize 2, with the release's supported range). A
+finalized level 0 is left out of the list, as Kafka leaves it out; so is a supported range whose highest level is
+0, and below v4 one starting at 0 (KAFKA-17492: older clients cannot parse it). The Java client (4.x) reads the
+finalized level to choose transactions v2 (Produce v12+, EndTxn v5, TxnOffsetCommit v5) and caps those APIs itself
+below it; Kafka's broker advertises the same API ranges whatever the level, and so does this one.
+`finalized_features_epoch` is 1 while a feature is finalized (a client keeps the features of the highest epoch it
+has seen, starting from -1), else -1.
+
+Deviations: Kafka also reports `metadata.version`, `kraft.version` and `group.version` (and in later releases more
+features). This broker runs no KRaft metadata log and no KIP-848 groups, so it reports none of them rather than
+levels that would promise what it does not do; clients decide nothing from them (the admin client's
+`describeFeatures` shows what is reported).
 """
 from __future__ import annotations
 
@@ -26,6 +38,11 @@ API_KEY = 18
 MIN_VERSION = 0
 MAX_VERSION = 4
 
+TRANSACTION_VERSION = "transaction.version"
+SUPPORTED_FEATURES = {TRANSACTION_VERSION: (0, 2)}  # feature -> (min, max) level this broker can run
+FINALIZED_FEATURES_EPOCH = 1  # the levels never change while the broker runs
+FIRST_VERSION_WITH_FEATURE_LEVEL_0 = 4  # KAFKA-17492
+
 # Kafka's rule for the software name and version a v3+ client reports about itself (KIP-511).
 _SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9.\-]*[a-zA-Z0-9])?")
 
@@ -34,13 +51,38 @@ async def handle(ctx, request) -> ApiVersionsResponse:
     if ctx.api_version >= 3 and not (_SOFTWARE_NAME_OR_VERSION.fullmatch(request.client_software_name)
                                      and _SOFTWARE_NAME_OR_VERSION.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return ApiVersionsResponse(api_keys=advertised_versions(_registry(ctx)))
+    registry = _registry(ctx)
+    finalized = _finalized_features(ctx.broker)
+    return ApiVersionsResponse(api_keys=advertised_versions(registry),
+                               supported_features=_supported_features(registry, ctx.api_version),
+                               finalized_features=finalized,
+                               finalized_features_epoch=FINALIZED_FEATURES_EPOCH if finalized else -1)
 
 
 def advertised_versions(registry) -> list:
     return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=module.MIN_VERSION,
                                            max_version=module.MAX_VERSION)
             for key, module in sorted(registry.items())]
+
+
+def _supported_features(registry, version: int) -> list:
+    release = getattr(registry.get(API_KEY), "release", None)  # an emulated registry reports its release's
+    if release is None:
+        supported = SUPPORTED_FEATURES
+    else:
+        from ..emulation import supported_features
+        supported = supported_features(release)
+    return [ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, (low, high) in sorted(supported.items())
+            if high > 0 and (low > 0 or version >= FIRST_VERSION_WITH_FEATURE_LEVEL_0)]
+
+
+def _finalized_features(broker) -> list:
+    level = broker.finalized_transaction_version
+    if level == 0:
+        return []
+    return [ApiVersionsResponse.FinalizedFeatureKey(name=TRANSACTION_VERSION, max_version_level=level,
+                                                    min_version_level=level)]
 
 
 def unsupported_version_response(min_version: int = MIN_VERSION, max_version: int = MAX_VERSION):

@@ -1,34 +1,33 @@
 """InitProducerId (API key 22), versions 0-5: the producer id and epoch an idempotent or transactional producer
 stamps on its batches.
 
-Behaviour, as Kafka's transaction coordinator (the rules are in `compatbroker.producer_ids`):
+Behaviour, as Kafka's:
 - Without a transactional id: a producer id never handed out before, with epoch 0, whatever producer id and epoch
-  the request names. An idempotent producer bumps its epoch on its own and asks for a new id when it needs one
-  (KIP-360), so Kafka answers every such request alike.
-- With a transactional id (this broker coordinates every one; FindCoordinator key type 1 names it): the id's
-  producer id with a bumped epoch, a new producer id when the epoch is spent, and the KIP-360 checks of a producer
-  id and epoch named by the request (v3+).
+  the request names (`compatbroker.producer_ids`). An idempotent producer bumps its epoch on its own and asks for a
+  new id when it needs one (KIP-360), so Kafka answers every such request alike.
+- With a transactional id (this broker coordinates every one; FindCoordinator key type 1 names it): the
+  transaction coordinator's rules (`compatbroker.coordinator.transactions`): the id's producer id with a bumped
+  epoch, a new producer id when the epoch is spent, the KIP-360 checks of a producer id and epoch named by the
+  request (v3+), and fencing: an open transaction of the previous producer is aborted first (CONCURRENT_TRANSACTIONS
+  while that completes, so the client retries).
 - A producer id without an epoch, or an epoch without a producer id, is INVALID_REQUEST, and so is an empty
   transactional id. A transaction timeout outside (0, `transaction.max.timeout.ms`] is
-  INVALID_TRANSACTION_TIMEOUT; a second request for a transactional id whose first is still being written is
-  CONCURRENT_TRANSACTIONS; a stale producer is PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH before, the
-  code older clients understand (as Kafka maps it).
+  INVALID_TRANSACTION_TIMEOUT. A stale producer is PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH before, the
+  code older clients understand (as Kafka maps it). While `__transaction_state` is still being loaded the answer
+  is COORDINATOR_LOAD_IN_PROGRESS; when the coordinator cannot write the id's new state, NOT_COORDINATOR.
 - When the disk refuses to record a block of producer ids the answer is COORDINATOR_LOAD_IN_PROGRESS, Kafka's
-  answer while it has no block to allocate from; when it refuses a transactional id's new state, NOT_COORDINATOR,
-  Kafka's answer to a failed write of the transaction log. Both make clients retry. An unreadable producer id
-  file (see `compatbroker.producer_ids`) is UNKNOWN_SERVER_ERROR: no id is handed out that could repeat one.
+  answer while it has no block to allocate from. An unreadable producer id file (see `compatbroker.producer_ids`)
+  is UNKNOWN_SERVER_ERROR: no id is handed out that could repeat one.
 - Every error answers producer id -1 and epoch -1. Version 6 (KIP-939, two-phase commit) is unstable in Kafka
   and not offered.
-
-Deviation: transactions themselves (AddPartitionsToTxn, EndTxn) are not served, so a transactional id never has a
-transaction open that a new InitProducerId would have to abort first.
 """
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from ..producer_ids import InitResult, ProducerIdBlockUnavailable, ProducerIdsError, producer_ids_of
+from ..coordinator.transactions import InitResult, transactions_of
+from ..producer_ids import ProducerIdBlockUnavailable, ProducerIdsError, producer_ids_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import InitProducerIdResponse
 from ..protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
@@ -60,17 +59,16 @@ async def handle(ctx: RequestContext, request) -> InitProducerIdResponse:
     except ProducerIdsError as exc:
         log.error("client %s: InitProducerId refused: %s", ctx.client_id, exc)
         result = InitResult(ErrorCode.UNKNOWN_SERVER_ERROR)
-    if result.error is ErrorCode.PRODUCER_FENCED and ctx.api_version < FIRST_VERSION_WITH_PRODUCER_FENCED:
+    if result.error == ErrorCode.PRODUCER_FENCED and ctx.api_version < FIRST_VERSION_WITH_PRODUCER_FENCED:
         result = InitResult(ErrorCode.INVALID_PRODUCER_EPOCH)
     return _response(result)
 
 
 async def _init(ctx: RequestContext, request, expected: tuple[int, int] | None) -> InitResult:
-    manager = producer_ids_of(ctx.broker)
     if request.transactional_id is None:
-        return InitResult(ErrorCode.NONE, await manager.new_producer_id(), 0)
-    return await manager.init_transactional(request.transactional_id, request.transaction_timeout_ms, expected,
-                                            ctx.broker.now_ms())
+        return InitResult(ErrorCode.NONE, await producer_ids_of(ctx.broker).new_producer_id(), 0)
+    return await transactions_of(ctx.broker).init_producer_id(request.transactional_id, request.transaction_timeout_ms,
+                                                              expected)
 
 
 def _expected_producer(request) -> tuple[int, int] | ErrorCode | None:
@@ -84,7 +82,7 @@ def _expected_producer(request) -> tuple[int, int] | ErrorCode | None:
 
 
 def _response(result: InitResult) -> InitProducerIdResponse:
-    if result.error is not ErrorCode.NONE:
-        result = InitResult(result.error)  # an error never carries a producer id or epoch
+    if result.error != ErrorCode.NONE:
+        result = InitResult(ErrorCode(result.error))  # an error never carries a producer id or epoch
     return InitProducerIdResponse(throttle_time_ms=0, error_code=result.error, producer_id=result.producer_id,
                                   producer_epoch=result.producer_epoch)

@@ -110,7 +110,7 @@ async def _commit(ctx: RequestContext, request, wanted: list[_Wanted]) -> list[E
     for position, item in enumerate(wanted):
         partition = item.partition
         metadata = partition.committed_metadata or ""
-        if _java_length(metadata) > store.config.metadata_max_bytes:
+        if java_length(metadata) > store.config.metadata_max_bytes:
             answers.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
             continue
         answers.append(ErrorCode.NONE)
@@ -133,6 +133,6 @@ def _java_long(value: int) -> int:
     return (value + 2**63) % 2**64 - 2**63
 
 
-def _java_length(text: str) -> int:
+def java_length(text: str) -> int:
     """Length of a string as Java counts it (UTF-16 code units)."""
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)

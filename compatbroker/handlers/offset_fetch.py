@@ -7,8 +7,10 @@ Behaviour, as Kafka 4.3's:
   whether or not the group or topic exists; the committed leader epoch is answered from v5. Asking for all
   partitions of a group without offsets answers no topics. v10: an unknown topic id answers UNKNOWN_TOPIC_ID for
   its partitions, and "all partitions" leaves out topics that no longer exist.
-- `require_stable` (v7+): a partition whose transactional commit is still open answers UNSTABLE_OFFSET_COMMIT
-  (retriable) instead of an offset that may change; without it the last committed offset is answered.
+- `require_stable` (v7+): a partition with a transactional commit still pending (from its TxnOffsetCommit's append
+  until its transaction's marker, and across restarts) answers UNSTABLE_OFFSET_COMMIT (retriable) instead of an
+  offset that may change; without it the last committed offset is answered. Asking for all partitions looks only
+  at partitions with a visible offset, as Kafka does.
 - While `__consumer_offsets` loads, the group answers COORDINATOR_LOAD_IN_PROGRESS: as the top-level error in
   v2-7, as the group's error in v8+, and on every requested partition in v0-1, which have no top-level error.
 - `member_id` and `member_epoch` (v9+) only matter for KIP-848 consumer groups, which this broker does not run.
@@ -134,8 +136,6 @@ def _all_partitions(ctx: RequestContext, store, group_id: str, require_stable: b
             continue  # named by id from v10: a topic that no longer exists cannot be named
         topics.append(_Topic(name, info.topic_id if info else ZERO_UUID, partitions))
     return topics
-
-
 
 
 def _topic_v0(topic: _Topic):

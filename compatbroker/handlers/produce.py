@@ -28,27 +28,50 @@ Behaviour, as Kafka's:
   UNKNOWN_PRODUCER_ID and INVALID_TXN_STATE pass through likewise); these answer the log's start offset and no
   message. A producer the partition has no state for must start at sequence 0 (UNKNOWN_PRODUCER_ID otherwise, as
   Kafka answered before 2.5; see storage/producer_state.py).
-- A transactional batch is refused with INVALID_TXN_STATE (no log start offset; v8+ say why in `error_message`),
-  which is Kafka's answer when the partition was not added to the producer's transaction: this broker runs no
-  transactions (AddPartitionsToTxn is not served), so no partition ever is. Storing the batch instead would leave
-  a transaction that no commit or abort marker ever closes, holding back the last stable offset for good.
+- Transactional batches (KIP-890): before the append, the transaction coordinator checks the partition
+  (`TransactionCoordinator.verify_for_append`). Versions 0-11 follow transactions v1: the partition must already
+  be in the producer's ongoing transaction (added by AddPartitionsToTxn), unless
+  `transaction.partition.verification.enable` is false (true by default). Versions 12+ follow transactions v2
+  (the client found `transaction.version` 2 finalized): the coordinator adds the partition itself, starting the
+  transaction if needed, and a CONCURRENT_TRANSACTIONS answer (the previous transaction still completing) is
+  retried every `add.partitions.to.txn.retry.backoff.ms` (20) for up to
+  `add.partitions.to.txn.retry.backoff.max.ms` (100).
+  As in Kafka, a partition that already has this producer's (id and epoch) transaction open is not asked about
+  again. A failed check appends nothing and answers, per partition, with log start offset -1 (Kafka's
+  translation for producers): PRODUCER_FENCED as INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE as itself from v11
+  and as INVALID_TXN_STATE before (older clients do not know it); INVALID_TXN_STATE with the message "Partition
+  was not added to the transaction"; NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+  NOT_COORDINATOR, and below v12 CONCURRENT_TRANSACTIONS, as NOT_ENOUGH_REPLICAS ("Unable to verify the partition
+  has been added to the transaction. Underlying error: ..."), a retriable code that old clients retry without a
+  metadata refresh; any other code as itself. Messages go out from v8.
+- A request with a transactional batch but no `transactional_id` answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+  for every partition, and one whose transactional batches name more than one producer id and epoch
+  INVALID_PRODUCER_ID_MAPPING for every partition; nothing of it is appended (with acks=0 the connection closes).
+- Order: the appends of one connection happen in request order (the server starts handlers in arrival order and
+  an append runs before the handler's first await). A transactional append that has to wait for the coordinator
+  first takes its place in a queue per producer and partition, so a later pipelined request to the same partition
+  appends after it, never before; a partition with no such wait pending appends at once.
 
-Deviations: `timeout_ms` is not used (there are no replicas to wait for). `transactional_id` is not checked
-against the batches (Kafka only uses it for authorization and transaction verification). A retried batch on a
-CreateTime topic answers `log_append_time_ms` -1, where Kafka answers the batch's largest timestamp.
+Deviations: `timeout_ms` is not used (there are no replicas to wait for). A retried batch on a CreateTime topic
+answers `log_append_time_ms` -1, where Kafka answers the batch's largest timestamp. The two
+`add.partitions.to.txn.retry.backoff` settings are fixed at Kafka's defaults.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import struct
+import time
+import weakref
 from typing import TYPE_CHECKING
 
 from .. import topic_names
+from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ProduceResponse
 from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CREATE_TIME, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC,
-                                      MAGIC_OFFSET, NO_TIMESTAMP, TRANSACTIONAL_MASK, iter_batches, iter_records)
+                                      MAGIC_OFFSET, NO_TIMESTAMP, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
+                                      TRANSACTIONAL_MASK, iter_batches, iter_records)
 from ..protocol.records.compression import CODEC_MASK, DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
@@ -66,13 +89,20 @@ ADMIN_CLIENT_ID = "__admin_client"  # the one client id Kafka lets write to inte
 _MIN_BATCH_LENGTH = 14  # Kafka refuses a batch whose length field is below the smallest legacy message
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
-# Why a transactional batch is refused (Kafka: the partition was not added to the transaction).
-NOT_IN_TRANSACTION = "the partition is not part of an ongoing transaction: this broker does not run transactions"
+_PRODUCER = struct.Struct(">qh")  # producer id, producer epoch
+FIRST_VERSION_WITH_TRANSACTION_ABORTABLE = 11
+FIRST_TRANSACTION_V2_VERSION = 12  # Kafka: ProduceRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2 is 11
+NOT_IN_TRANSACTION = "Partition was not added to the transaction"
+UNVERIFIED = "Unable to verify the partition has been added to the transaction. Underlying error: {}"
+# Coordinator answers that Kafka turns into NOT_ENOUGH_REPLICAS for producers (retriable, no metadata refresh).
+_RETRIABLE_VERIFICATION = {ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 # Errors for which Kafka reports log start offset -1 rather than the log's.
 _WITHOUT_LOG_START = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.MESSAGE_TOO_LARGE,
                       ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
-                      ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.INVALID_TOPIC_EXCEPTION}
+                      ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                      ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING}
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -89,18 +119,27 @@ async def handle(ctx: RequestContext, request) -> ProduceResponse | None:
     version = ctx.api_version
     broker = ctx.broker
     now_ms = broker.now_ms()
+    producer = _transactional_producer(request)
     appended = []
+    waiting = []
     responses = []
     for topic_data in request.topic_data:
         name = _topic_name(broker, topic_data, version)
         partitions = []
         for partition_data in topic_data.partition_data:
-            response, written = _produce_partition(ctx, request, name, partition_data, now_ms)
+            if isinstance(producer, ErrorCode):
+                response, written = _error(partition_data.index, producer), None
+            else:
+                response, written = _produce_partition(ctx, request, name, partition_data, now_ms, producer)
+            if isinstance(response, _Waiting):
+                waiting.append((response, partitions, len(partitions)))
             partitions.append(response)
             if written is not None:
                 appended.append(written)
         responses.append(TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id,
                                        partition_responses=partitions))
+    if waiting:
+        await _append_verified(ctx, request, waiting, producer, appended)
     if request.acks == 0:
         _fail_silently_on_error(ctx, responses)
         _flush_in_background(broker, appended)
@@ -117,13 +156,14 @@ def _topic_name(broker, topic_data, version: int) -> str | None:
     return None if info is None else info.name
 
 
-def _produce_partition(ctx: RequestContext, request, name: str | None, partition_data, now_ms: int):
+def _produce_partition(ctx: RequestContext, request, name: str | None, partition_data, now_ms: int, producer):
     """The response for one partition, and (log appended to, whether its flush policy wants an fsync now), or
-    None when nothing was appended."""
-    broker, version, index = ctx.broker, ctx.api_version, partition_data.index
+    None when nothing was appended. A transactional batch that needs the coordinator's check first answers a
+    `_Waiting` in place of the response."""
+    version, index = ctx.api_version, partition_data.index
     if name is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_ID), None
-    log_ = broker.get_log(name, index)
+    log_ = ctx.broker.get_log(name, index)
     if log_ is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     records = partition_data.records if partition_data.records is not None else b""
@@ -131,15 +171,142 @@ def _produce_partition(ctx: RequestContext, request, name: str | None, partition
         problem = _check_single_batch(records, version)
         if problem is not None:
             return _error(index, problem), None
-    if _is_transactional(records):  # checked before acks, as Kafka verifies transactions before appending
-        response = _error(index, ErrorCode.INVALID_TXN_STATE)
-        response.error_message = NOT_IN_TRANSACTION
-        return response, None
+    if producer is not None and _is_transactional(records) and _needs_verification(ctx, log_, producer):
+        return _Waiting(ctx, log_, records, index, producer), None  # verified before acks, as in Kafka
+    return _checked_append(ctx, request, log_, records, index, now_ms)
+
+
+def _checked_append(ctx: RequestContext, request, log_, records, index: int, now_ms: int):
     if request.acks not in (-1, 0, 1):
         return _error(index, ErrorCode.INVALID_REQUIRED_ACKS), None
-    if topic_names.is_internal(name) and ctx.client_id != ADMIN_CLIENT_ID:
+    if topic_names.is_internal(log_.topic) and ctx.client_id != ADMIN_CLIENT_ID:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
-    return _append(ctx, log_, records, partition_data.index, now_ms)
+    return _append(ctx, log_, records, index, now_ms)
+
+
+# --- transactional batches -----------------------------------------------------------------------------------
+
+def _transactional_producer(request) -> tuple[int, int] | ErrorCode | None:
+    """(producer id, epoch) of the request's transactional batches; None when it has none; the error of the whole
+    request when they have no transactional id or more than one producer (Kafka checks both before anything)."""
+    producers = set()
+    for topic_data in request.topic_data:
+        for partition_data in topic_data.partition_data:
+            records = partition_data.records
+            if records is not None and _is_transactional(records):
+                producers.add(_PRODUCER.unpack_from(records, PRODUCER_ID_OFFSET))
+    if not producers:
+        return None
+    if request.transactional_id is None:
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if len(producers) > 1:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    return producers.pop()
+
+
+def _needs_verification(ctx: RequestContext, log_, producer: tuple[int, int]) -> bool:
+    """Kafka asks the coordinator unless the partition already has this producer's transaction open; here also
+    while an earlier request of the producer to the partition still waits (its append must come first)."""
+    if _append_order(ctx.broker).busy((producer[0], log_.topic, log_.partition)):
+        return True
+    entry = log_.producer_state.entry(producer[0])
+    return entry is None or entry.producer_epoch != producer[1] or entry.current_txn_start_offset < 0
+
+
+class _Waiting:
+    """A transactional partition of the request whose append waits for the coordinator's check. It takes its
+    place in the producer's queue for the partition as it is made (before the handler's first await)."""
+
+    def __init__(self, ctx: RequestContext, log_, records, index: int, producer: tuple[int, int]):
+        self.log, self.records, self.index = log_, records, index
+        self.key = (producer[0], log_.topic, log_.partition)
+        self.order = _append_order(ctx.broker)
+        self.previous, self.turn = self.order.enter(self.key)
+
+
+async def _append_verified(ctx: RequestContext, request, waiting: list, producer, appended: list) -> None:
+    """Check the waiting partitions with the coordinator, then append each in its turn."""
+    try:
+        codes = await asyncio.gather(*(_verify(ctx, request, entry.log, producer) for entry, _, _ in waiting))
+        for (entry, partitions, position), code in zip(waiting, codes):
+            if entry.previous is not None:
+                await asyncio.shield(entry.previous)
+            if code != ErrorCode.NONE:
+                partitions[position] = _verification_error(entry.index, code, ctx.api_version)
+            else:
+                response, written = _checked_append(ctx, request, entry.log, entry.records, entry.index,
+                                                    ctx.broker.now_ms())
+                partitions[position] = response
+                if written is not None:
+                    appended.append(written)
+            entry.order.leave(entry.key, entry.turn)
+    finally:
+        for entry, _, _ in waiting:
+            entry.order.leave(entry.key, entry.turn)
+
+
+async def _verify(ctx: RequestContext, request, log_, producer: tuple[int, int]) -> ErrorCode:
+    """The coordinator's answer for one partition; transactions v2 retries CONCURRENT_TRANSACTIONS a while."""
+    coordinator = transactions_of(ctx.broker)
+    tv2 = ctx.api_version >= FIRST_TRANSACTION_V2_VERSION
+    config = ctx.broker.config
+    deadline = time.monotonic() + config.add_partitions_to_txn_retry_backoff_max_ms / 1000
+    while True:
+        code = ErrorCode(await coordinator.verify_for_append(request.transactional_id, producer[0], producer[1],
+                                                             log_.topic, log_.partition, tv2=tv2))
+        if not tv2 or code != ErrorCode.CONCURRENT_TRANSACTIONS or time.monotonic() >= deadline:
+            return code
+        await asyncio.sleep(config.add_partitions_to_txn_retry_backoff_ms / 1000)
+
+
+def _verification_error(index: int, code: ErrorCode, version: int):
+    """Kafka's translation of a failed verification for the producer (AddPartitionsToTxnManager, ReplicaManager)."""
+    if code == ErrorCode.PRODUCER_FENCED:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    elif code == ErrorCode.TRANSACTION_ABORTABLE and version < FIRST_VERSION_WITH_TRANSACTION_ABORTABLE:
+        code = ErrorCode.INVALID_TXN_STATE
+    message = None
+    if code == ErrorCode.INVALID_TXN_STATE:
+        message = NOT_IN_TRANSACTION
+    elif code in _RETRIABLE_VERIFICATION or (code == ErrorCode.CONCURRENT_TRANSACTIONS
+                                             and version < FIRST_TRANSACTION_V2_VERSION):
+        code, message = ErrorCode.NOT_ENOUGH_REPLICAS, UNVERIFIED.format(code.name)
+    response = _error(index, code)
+    response.error_message = message
+    return response
+
+
+class _AppendOrder:
+    """Per (producer id, topic, partition): the turn of the last transactional append still waiting. A request
+    waits for the turn before its own, so appends that wait for the coordinator keep their arrival order."""
+
+    def __init__(self):
+        self._last: dict[tuple[int, str, int], asyncio.Future] = {}
+
+    def busy(self, key) -> bool:
+        return key in self._last
+
+    def enter(self, key) -> tuple[asyncio.Future | None, asyncio.Future]:
+        previous = self._last.get(key)
+        turn = asyncio.get_running_loop().create_future()
+        self._last[key] = turn
+        return previous, turn
+
+    def leave(self, key, turn: asyncio.Future) -> None:
+        if not turn.done():
+            turn.set_result(None)
+        if self._last.get(key) is turn:
+            del self._last[key]
+
+
+_APPEND_ORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _append_order(broker) -> _AppendOrder:
+    order = _APPEND_ORDERS.get(broker)
+    if order is None:
+        order = _APPEND_ORDERS[broker] = _AppendOrder()
+    return order
 
 
 def _append(ctx: RequestContext, log_, records, index: int, now_ms: int):
@@ -207,9 +374,10 @@ def _check_single_batch(records, version: int) -> ErrorCode | None:
 
 
 def _is_transactional(records) -> bool:
-    """Is the payload's (first) batch transactional? Only magic 2 batches can be; v3+ payloads hold one batch."""
+    """Is the payload's (first) batch transactional? Only magic 2 batches can be; v3+ payloads hold one batch. A
+    batch too short to name its producer is left for storage to refuse as corrupt."""
     view = memoryview(records).cast("B")
-    return (len(view) >= ATTRIBUTES_OFFSET + 2 and view[MAGIC_OFFSET] == MAGIC
+    return (len(view) >= PRODUCER_EPOCH_OFFSET + 2 and view[MAGIC_OFFSET] == MAGIC
             and bool(_INT16.unpack_from(view, ATTRIBUTES_OFFSET)[0] & TRANSACTIONAL_MASK))
 
 

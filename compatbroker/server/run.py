@@ -8,7 +8,8 @@ exit status 1.
 
 `BrokerRuntime` is that start-up and shutdown without the signals and the printing: the embedded broker
 (`compatbroker.embedded`) runs one on an event loop of its own. Its start raises the process's soft limit of open
-files to the hard limit (connections and partitions each hold descriptors) and logs the figure.
+files to the hard limit (connections and partitions each hold descriptors) and logs the figure. With a registry
+emulating a Kafka release (`--emulate`), the broker finalizes that release's `transaction.version` level.
 """
 from __future__ import annotations
 
@@ -94,6 +95,7 @@ class BrokerRuntime:
         check_data_dir(config.data_dir)
         open_files = raise_open_files_limit()
         broker = Broker(config)
+        _apply_emulated_features(broker, self.handlers)
         server = Server(broker, self.handlers, self.injector)
         try:
             server.bind()
@@ -153,6 +155,14 @@ def registry_for(release: str | None) -> Mapping[int, ModuleType] | None:
         raise StartupError(f"--emulate: unknown Kafka release {release!r}; known: {', '.join(RELEASES)}")
     from ..handlers import default_registry
     return emulated_registry(default_registry(), release)
+
+
+def _apply_emulated_features(broker: Broker, handlers: Mapping[int, ModuleType] | None) -> None:
+    """Under `--emulate`, the cluster finalizes the release's `transaction.version` level."""
+    from ..emulation import finalized_transaction_version, release_of
+    release = release_of(handlers)
+    if release is not None:
+        broker.finalized_transaction_version = finalized_transaction_version(release)
 
 
 def raise_open_files_limit() -> str:

@@ -124,8 +124,8 @@ class Baseline:
             return self.new_topic if struct.name == "CreatableTopic" else TOPIC
         if entity == "groupId" or name in ("key", "coordinator_keys"):
             return self.group
-        if entity == "transactionalId":
-            return "boundary-tx" if self.spec.name == "InitProducerIdRequest" else None
+        if entity == "transactionalId":  # Produce's is nullable: null keeps its batch non-transactional
+            return None if self.version in field.nullable else "boundary-tx"
         if name == "resource_name":
             return TOPIC
         if struct.name == "JoinGroupRequestProtocol":

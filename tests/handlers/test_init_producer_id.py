@@ -1,5 +1,6 @@
 """InitProducerId through the codec: producer ids that never repeat (restarts and crashes included), the
-transaction coordinator's epoch rules with their exact error codes, and transactional id expiry."""
+transaction coordinator's epoch rules with their exact error codes, transactional id expiry, and the migration of
+the transactional ids kept in `transactional-ids.json` before `__transaction_state` existed."""
 from __future__ import annotations
 
 import asyncio
@@ -9,9 +10,11 @@ import time
 import pytest
 
 from compatbroker import producer_ids
-from compatbroker.producer_ids import (BLOCK_SIZE, LAST_USABLE_EPOCH, PRODUCER_ID_BLOCK_FILE,
-                                       TRANSACTIONAL_IDS_FILE, ProducerIds, TransactionalProducer,
-                                       producer_ids_of, write_transactional_ids)
+from compatbroker.coordinator.transactions import transactions_of
+from compatbroker.coordinator.transactions.state import LAST_USABLE_EPOCH
+from compatbroker.producer_ids import (BLOCK_SIZE, PRODUCER_ID_BLOCK_FILE, TRANSACTIONAL_IDS_FILE, ProducerIds,
+                                       TransactionalProducer, producer_ids_of, write_transactional_ids)
+from compatbroker.topic_names import TRANSACTION_STATE_TOPIC
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import FindCoordinatorRequest, InitProducerIdRequest, ProduceRequest
 from compatbroker.protocol.records.batch import build_batch
@@ -26,6 +29,8 @@ TIMEOUT_MS = 60_000
 
 async def init(broker, version: int, transactional_id: str | None = None, *, producer_id: int = -1,
                epoch: int = -1, timeout_ms: int = TIMEOUT_MS):
+    if transactional_id is not None:  # the coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is loaded
+        await transactions_of(broker).start()
     request = InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms,
                                     producer_id=producer_id, producer_epoch=epoch)
     return (await call(broker, version, request)).decoded
@@ -34,6 +39,11 @@ async def init(broker, version: int, transactional_id: str | None = None, *, pro
 def fenced(version: int) -> ErrorCode:
     """Kafka answers PRODUCER_FENCED from v4, INVALID_PRODUCER_EPOCH to older clients."""
     return ErrorCode.PRODUCER_FENCED if version >= 4 else ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def stored(broker, transactional_id: str):
+    """The transactional id's state in the coordinator (None when it has none)."""
+    return transactions_of(broker).describe(transactional_id)
 
 
 def assert_error(response, code: ErrorCode) -> None:
@@ -86,14 +96,14 @@ async def test_each_init_of_a_transactional_id_bumps_its_epoch(broker, version):
 @pytest.mark.parametrize("timeout_ms", [0, -1, 900_001])
 async def test_transaction_timeout_outside_the_allowed_range(broker, timeout_ms):
     assert_error(await init(broker, 4, "tx", timeout_ms=timeout_ms), ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-    assert producer_ids_of(broker).transactional.get("tx") is None  # nothing was created
+    assert stored(broker, "tx") is None  # nothing was created
 
 
 async def test_transaction_max_timeout_is_configurable(broker_factory):
     broker = broker_factory(**{"transaction.max.timeout.ms": "5000"})
     assert (await init(broker, 4, "tx", timeout_ms=5000)).error_code == 0
     assert_error(await init(broker, 4, "tx", timeout_ms=5001), ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-    assert producer_ids_of(broker).transactional.get("tx").transaction_timeout_ms == 5000
+    assert stored(broker, "tx").transaction_timeout_ms == 5000
 
 
 async def test_timeout_is_not_checked_without_a_transactional_id(broker):
@@ -111,7 +121,7 @@ async def test_a_recovering_producer_bumps_its_epoch_and_may_retry(broker, versi
     again = await init(broker, version, "tx", producer_id=pid, epoch=1)
     assert (again.error_code, again.producer_epoch) == (0, 2)
     assert_error(await init(broker, version, "tx", producer_id=pid, epoch=0), fenced(version))
-    assert producer_ids_of(broker).transactional.get("tx").producer_epoch == 2  # a fenced request changes nothing
+    assert stored(broker, "tx").producer_epoch == 2  # a fenced request changes nothing
 
 
 @pytest.mark.parametrize("version", KIP_360_VERSIONS)
@@ -181,8 +191,8 @@ async def test_concurrent_init_for_one_transactional_id(broker):
 async def test_different_transactional_ids_are_written_concurrently(broker):
     answers = await asyncio.gather(*(init(broker, 4, f"tx-{n}") for n in range(8)))
     assert [a.error_code for a in answers] == [0] * 8
-    stored = producer_ids.read_transactional_ids(os.path.join(broker.logs.data_dir, TRANSACTIONAL_IDS_FILE))
-    assert {tid: (e.producer_id, e.producer_epoch) for tid, e in stored.items()} == \
+    views = transactions_of(broker).views()
+    assert {view.transactional_id: (view.producer_id, view.producer_epoch) for view in views} == \
         {f"tx-{n}": (a.producer_id, 0) for n, a in enumerate(answers)}
 
 
@@ -258,7 +268,7 @@ async def test_an_unreadable_block_file_stops_allocation(tmp_path):
 
 
 async def test_disk_failures_answer_retriable_errors(broker, monkeypatch):
-    def refuse(*_):
+    def refuse(*_, **__):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(producer_ids, "write_next_block", refuse)
@@ -266,9 +276,10 @@ async def test_disk_failures_answer_retriable_errors(broker, monkeypatch):
     assert_error(await init(broker, 4, "tx"), ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)  # it needs an id too
     monkeypatch.undo()
     assert (await init(broker, 4, "tx")).error_code == 0
-    monkeypatch.setattr(producer_ids, "write_transactional_ids", refuse)
+    state_log = broker.get_log(TRANSACTION_STATE_TOPIC, transactions_of(broker).partition_for("tx"))
+    monkeypatch.setattr(state_log, "append", refuse)  # the transaction log cannot be written
     assert_error(await init(broker, 4, "tx"), ErrorCode.NOT_COORDINATOR)
-    assert producer_ids_of(broker).transactional.get("tx").producer_epoch == 0  # not applied when not stored
+    assert stored(broker, "tx").producer_epoch == 0  # not applied when not stored
 
 
 # --- expiry -------------------------------------------------------------------------------------------------------
@@ -279,13 +290,14 @@ async def test_idle_transactional_ids_expire(broker_factory):
     broker.now_ms = lambda: clock[0]
     first = await init(broker, 4, "tx")
     await init(broker, 4, "kept")
-    manager = producer_ids_of(broker)
+    manager = transactions_of(broker)
     clock[0] += 500
     await init(broker, 4, "kept")  # touched again: its idle time restarts
-    assert await manager.expire_transactional_ids(1_000_999) == []
-    assert await manager.expire_transactional_ids(1_001_000) == ["tx"]
-    stored = producer_ids.read_transactional_ids(os.path.join(broker.logs.data_dir, TRANSACTIONAL_IDS_FILE))
-    assert set(stored) == {"kept"}
+    clock[0] = 1_000_999
+    assert await manager.expire_transactional_ids() == []
+    clock[0] = 1_001_000
+    assert await manager.expire_transactional_ids() == ["tx"]
+    assert [view.transactional_id for view in manager.views()] == ["kept"]
     reborn = await init(broker, 4, "tx")
     assert reborn.producer_epoch == 0 and reborn.producer_id != first.producer_id
 

@@ -185,19 +185,21 @@ async def test_each_storage_producer_error_answers_its_code(broker, error, code)
     assert answer.error_message is None and answer.record_errors == []
 
 
-# --- transactional batches ----------------------------------------------------------------------------------------
+# --- transactional batches (tests/handlers/test_produce_transactional.py has the rest) -------------------------------
 
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_a_transactional_batch_is_not_part_of_any_transaction(broker, version):
+async def test_a_transactional_batch_without_transactional_id_is_not_authorized(broker, version):
+    """Kafka authorizes a transactional batch by the request's transactional id; without one it answers
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request (the old refusal, INVALID_TXN_STATE, is gone)."""
     broker.create_topic("t", 1)
     answer = await send(broker, idempotent(0, 2, transactional=True), version=version)
-    assert_refused(answer, ErrorCode.INVALID_TXN_STATE, log_start_offset=-1)
-    assert answer.error_message == (produce.NOT_IN_TRANSACTION if version >= 8 else None)
+    assert_refused(answer, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, log_start_offset=-1)
+    assert answer.error_message is None
     assert stored_values(broker) == []
 
 
-async def test_a_transactional_batch_with_acks_0_closes_the_connection(broker):
+async def test_a_transactional_batch_without_transactional_id_and_acks_0_closes_the_connection(broker):
     broker.create_topic("t", 1)
-    with pytest.raises(produce.UnacknowledgedProduceFailed, match="INVALID_TXN_STATE"):
+    with pytest.raises(produce.UnacknowledgedProduceFailed, match="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
         await start(broker, 9, request((0, idempotent(0, transactional=True)), acks=0))
     assert stored_values(broker) == []

@@ -14,9 +14,13 @@ async def _noop(ctx, request):
     return None
 
 
+class _Broker:
+    finalized_transaction_version = 2
+
+
 def _context(version: int, registry) -> RequestContext:
     header = RequestHeader(request_api_key=18, request_api_version=version, correlation_id=1, client_id="c")
-    return RequestContext(None, header, handlers=registry)
+    return RequestContext(_Broker(), header, handlers=registry)
 
 
 async def test_api_versions_advertises_exactly_the_registry():

@@ -150,7 +150,8 @@ async def test_background_work_runs_at_its_interval_and_stops(tmp_path):
                                                                 "compatbroker run_retention",
                                                                 "compatbroker run_cleaner",
                                                                 "compatbroker expire_producers",
-                                                                "compatbroker expire_transactional_ids"}
+                                                                "compatbroker expire_transactional_ids",
+                                                                "compatbroker abort_timed_out_transactions"}
     await second_call.wait()
     assert calls[0] - began >= 0.02 and calls[1] - calls[0] >= 0.02  # the smaller of the two intervals
     await broker.shutdown()

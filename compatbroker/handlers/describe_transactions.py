@@ -1,0 +1,60 @@
+"""DescribeTransactions (API key 65), version 0: the coordinator's state of each asked transactional id (KIP-664,
+`kafka-transactions.sh describe`).
+
+Each id answers, in the order asked (repeats included), as Kafka's coordinator does: its state by Kafka's name
+("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "PrepareEpochFence"),
+producer id and epoch, transaction timeout, the start time of the current transaction (-1 when none was started)
+and the partitions in it, grouped by topic in partition order. An id the coordinator does not know, or one being
+expired (state Dead), is TRANSACTIONAL_ID_NOT_FOUND; an empty id INVALID_REQUEST; every id answers
+COORDINATOR_LOAD_IN_PROGRESS while `__transaction_state` is loading. An error carries only the id.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..coordinator.transactions import transactions_of
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import DescribeTransactionsResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 65
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+TransactionState = DescribeTransactionsResponse.TransactionState
+TopicData = DescribeTransactionsResponse.TopicData
+DEAD = "Dead"
+
+
+async def handle(ctx: RequestContext, request) -> DescribeTransactionsResponse:
+    coordinator = transactions_of(ctx.broker)
+    states = [_describe(coordinator, transactional_id) for transactional_id in request.transactional_ids]
+    return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=states)
+
+
+def _describe(coordinator, transactional_id: str):
+    if not transactional_id:
+        return _error(transactional_id, ErrorCode.INVALID_REQUEST)
+    if not coordinator.loaded:
+        return _error(transactional_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    view = coordinator.describe(transactional_id)
+    if view is None or view.state == DEAD:
+        return _error(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+    return TransactionState(error_code=ErrorCode.NONE, transactional_id=transactional_id,
+                            transaction_state=view.state, transaction_timeout_ms=view.transaction_timeout_ms,
+                            transaction_start_time_ms=view.transaction_start_time_ms,
+                            producer_id=view.producer_id, producer_epoch=view.producer_epoch,
+                            topics=_topics(view.partitions))
+
+
+def _topics(partitions) -> list:
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in sorted(partitions):
+        by_topic.setdefault(topic, []).append(index)
+    return [TopicData(topic=topic, partitions=indexes) for topic, indexes in by_topic.items()]
+
+
+def _error(transactional_id: str, code: ErrorCode):
+    return TransactionState(error_code=code, transactional_id=transactional_id)

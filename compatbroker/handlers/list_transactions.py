@@ -1,0 +1,82 @@
+"""ListTransactions (API key 66), versions 0-2: the transactional ids the coordinator knows, filtered (KIP-664,
+`kafka-transactions.sh list`).
+
+Behaviour, as Kafka's: every transactional id except those being expired (state Dead) is listed with its producer
+id and state, when it passes every filter given:
+- `state_filters` (Kafka's state names): the id is in one of them. A name Kafka does not know is echoed in
+  `unknown_state_filters` (once, in the order asked) and matches nothing, so filters that are all unknown list
+  nothing.
+- `producer_id_filters`: the id's producer id is one of them.
+- `duration_filter` (v1+, KIP-994): when not negative, only transactions started more than that many
+  milliseconds ago (Kafka compares with the transaction's start time whatever the state).
+- `transactional_id_pattern` (v2+, KIP-1152): when neither null nor empty, a regular expression the whole id must
+  match; one that does not compile is INVALID_REGULAR_EXPRESSION with nothing listed.
+While `__transaction_state` is loading the answer is COORDINATOR_LOAD_IN_PROGRESS with nothing listed.
+
+Deviation: Kafka compiles the pattern with RE2/J; this broker uses Python's `re` and refuses the constructs RE2
+lacks (backreferences, lookaround, atomic groups, possessive quantifiers) as RE2 does, so the same patterns compile.
+Python's engine backtracks: a pathological pattern can take long on a long id, where RE2 runs in linear time.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ..coordinator.transactions import transactions_of
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import ListTransactionsResponse
+
+if TYPE_CHECKING:
+    from . import RequestContext
+
+API_KEY = 66
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+# Kafka's TransactionState names (Dead is a state too, though never listed).
+STATE_NAMES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+                         "Dead", "PrepareEpochFence"})
+DEAD = "Dead"
+# Constructs of Python's `re` that RE2 does not have: a backreference, lookaround, an atomic group, a possessive
+# quantifier.
+_NOT_RE2 = re.compile(r"\\[1-9]|\\g<|\(\?P=|\(\?<?[=!]|\(\?>|(?<!\\)[*+?}]\+")
+
+Listed = ListTransactionsResponse.TransactionState
+
+
+class InvalidPattern(ValueError):
+    pass
+
+
+async def handle(ctx: RequestContext, request) -> ListTransactionsResponse:
+    coordinator = transactions_of(ctx.broker)
+    if not coordinator.loaded:
+        return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    asked = list(dict.fromkeys(request.state_filters))
+    unknown = [name for name in asked if name not in STATE_NAMES]
+    try:
+        pattern = _pattern(request.transactional_id_pattern if ctx.api_version >= 2 else None)
+    except InvalidPattern:
+        return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                        unknown_state_filters=unknown)
+    listed = []
+    if not asked or len(unknown) < len(asked):
+        views = coordinator.list(states=set(asked) - set(unknown), producer_ids=set(request.producer_id_filters),
+                                 duration_filter_ms=request.duration_filter if ctx.api_version >= 1 else -1)
+        listed = [Listed(transactional_id=view.transactional_id, producer_id=view.producer_id,
+                         transaction_state=view.state) for view in views
+                  if view.state != DEAD and (pattern is None or pattern.fullmatch(view.transactional_id))]
+    return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
+                                    transaction_states=listed)
+
+
+def _pattern(text: str | None) -> re.Pattern | None:
+    """The compiled transactional id pattern; None when there is no filter."""
+    if not text:
+        return None
+    if _NOT_RE2.search(text):
+        raise InvalidPattern(text)
+    try:
+        return re.compile(text)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise InvalidPattern(text) from exc
