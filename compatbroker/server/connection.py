@@ -19,7 +19,9 @@ A request for an API or version the handler registry does not serve closes the c
 ApiVersions of a newer version than ours, which gets Kafka's v0-format UNSUPPORTED_VERSION answer so that the client
 retries with a version we know. A malformed request closes the connection with one WARNING line, as does a handler
 raising `CloseConnection` (Kafka's answer to a failed acks=0 Produce); any other handler exception is a bug, logged at
-ERROR with its traceback. The responses queued before the close still go out.
+ERROR with its traceback. The responses queued before the close still go out. When the client closes its end, the
+responses already complete go out and the connection closes without waiting for requests still being served (a long
+poll), whose handlers are cancelled, as Kafka drops a departed client's pending responses.
 
 Fault injection (tests of clients) hooks in at dispatch: when the server's `FaultInjector` is active, it logs the
 request and may delay it, answer it with an injected error in Kafka's shape for that API (`error_responses`), or
@@ -94,6 +96,7 @@ class Connection:
         self._idle_s = config.connections_max_idle_ms / 1000 if config.connections_max_idle_ms >= 0 else None
         self.peer = _peer_name(sock)
         self._entries: asyncio.Queue = asyncio.Queue()
+        self._client_gone = self._loop.create_future()  # resolved at the end of the client's stream
         self._slots = asyncio.Semaphore(config.queued_max_requests)
         self._outstanding = 0  # requests read whose response is not written yet
         self._handler_tasks: set[asyncio.Task] = set()
@@ -157,6 +160,7 @@ class Connection:
                 await self._slots.acquire()
                 frame = await self._read_frame()
                 if frame is None:
+                    _resolve(self._client_gone)
                     return
                 self.last_active = self._loop.time()
                 entry = self._dispatch(frame)
@@ -368,6 +372,8 @@ class Connection:
             if entry is _END or entry is CLOSE:
                 return
             try:
+                if not await self._answered_while_client_listens(entry):
+                    return
                 chunks = await entry
             finally:
                 self._slots.release()
@@ -377,6 +383,14 @@ class Connection:
                 await self._send(chunks)
             self._outstanding -= 1
             self.last_active = self._loop.time()
+
+    async def _answered_while_client_listens(self, entry) -> bool:
+        """Wait for a request's response unless the client leaves first. Kafka closes a connection at the end of
+        its stream, and a request still in flight (a long poll of max_wait_ms, maybe days) completes into nothing:
+        the socket must not wait for it. Responses already complete are still written."""
+        if not entry.done() and not self._client_gone.done():
+            await asyncio.wait((entry, self._client_gone), return_when=asyncio.FIRST_COMPLETED)
+        return entry.done()
 
     async def _send(self, chunks: list) -> None:
         cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)

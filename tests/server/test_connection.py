@@ -505,3 +505,28 @@ async def test_a_closed_connection_leaves_nothing_behind(tmp_path):
         task = None
         gc.collect()
         assert reference() is None and server.connection_count == 0
+
+
+async def test_a_client_that_leaves_during_a_long_poll_is_disconnected_at_once(tmp_path):
+    """Kafka closes a connection at the end of its stream; a request still in flight (a Fetch of max_wait_ms near
+    Integer.MAX_VALUE, found by the fuzzer) must not hold the socket until it completes. Answers already made
+    still go out first."""
+    handler_cancelled = asyncio.Event()
+
+    async def endless(ctx, request):
+        try:
+            await asyncio.Event().wait()
+        finally:
+            handler_cancelled.set()
+
+    registry = build_registry([api_versions, _metadata_handler(endless)])
+    async with running_server(tmp_path, registry) as (server, port):
+        client = await RawClient.connect(port)
+        await client.send(ApiVersionsRequest(), version=0, correlation_id=1)
+        await client.read_response(API_VERSIONS, 0)
+        await client.send(MetadataRequest(topics=[]), version=1, correlation_id=2)
+        (_, task), = server._connections.items()
+        await client.close()
+        await asyncio.wait_for(task, 20)  # the connection ended without waiting for the endless handler
+        await asyncio.wait_for(handler_cancelled.wait(), 20)
+        assert server.connection_count == 0
