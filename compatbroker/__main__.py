@@ -93,6 +93,9 @@ def _add_control(sub) -> None:
     offsets = commands.add_parser("offsets", help="show a consumer group's committed offsets")
     offsets.add_argument("group")
 
+    transactions = commands.add_parser("transactions", help="show the transaction coordinator's transactional ids")
+    transactions.add_argument("transactional_id", nargs="?", help="only this one")
+
     requests = commands.add_parser("requests", help="show the log of requests received")
     requests.add_argument("--since", type=int, default=0, help="only entries numbered above this")
     requests.add_argument("--api", help="only requests of this API")
@@ -162,6 +165,8 @@ def _control_call(client, args):
         return client.records(args.topic, args.partition, args.offset, args.limit)
     if command == "offsets":
         return client.committed_offsets(args.group)
+    if command == "transactions":
+        return client.transactions(args.transactional_id)
     if command == "requests":
         return client.clear_requests() if args.clear else client.requests(args.since, args.api)
     simple = {"clear-faults": client.clear_faults, "faults": client.faults, "down": client.down, "up": client.up,

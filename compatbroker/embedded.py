@@ -69,6 +69,20 @@ class StoredRecord:
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class TransactionSummary:
+    """A transactional id as the transaction coordinator holds it; `state` is Kafka's name ("Ongoing",
+    "CompleteCommit", ...), `partitions` those of the open transaction, as (topic, partition)."""
+
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int
+    partitions: list[tuple[str, int]] = field(default_factory=list)
+
+
 class EmbeddedBroker:
     def __init__(self, settings: Mapping[str, object] | None = None, *, mode: str = THREAD,
                  data_dir: str | os.PathLike | None = None, host: str = "127.0.0.1", port: int = 0,
@@ -176,6 +190,14 @@ class EmbeddedBroker:
         """{(topic, partition): offset} committed by a consumer group."""
         return {(entry["topic"], entry["partition"]): entry["offset"]
                 for entry in self._call().committed_offsets(group)}
+
+    def transactions(self) -> dict[str, TransactionSummary]:
+        """{transactional id: its state} for every transactional id the broker's transaction coordinator knows."""
+        found = {}
+        for entry in self._call().transactions(None):
+            partitions = [(topic, partition) for topic, partition in entry.pop("partitions")]
+            found[entry["transactional_id"]] = TransactionSummary(**entry, partitions=partitions)
+        return found
 
     # --- faults ---------------------------------------------------------------------------------------------------
 

@@ -77,6 +77,9 @@ class ControlClient:
     def committed_offsets(self, group: str) -> list[dict]:
         return self._call("GET", "/offsets", query={"group": group})
 
+    def transactions(self, transactional_id: str | None = None) -> list[dict]:
+        return self._call("GET", "/transactions", query={"transactional_id": transactional_id})
+
     def requests(self, since: int = 0, api=None) -> list[dict]:
         return self._call("GET", "/requests", query={"since": since, "api": api})
 

@@ -7,6 +7,7 @@ Routes (bodies and answers are JSON; record keys, values and header values are b
     POST   /topics          {name, partitions, configs} create a topic (an existing one is returned unchanged)
     GET    /records?topic=T&partition=0&offset=&limit=  stored records of one partition
     GET    /offsets?group=G                             the group's committed offsets
+    GET    /transactions?transactional_id=T             transactions by transactional id (all without the id)
     GET    /requests?since=N&api=Produce                the request log (entries numbered above N)
     DELETE /requests                                    empty the request log
     GET    /faults                                      the fault rules in force
@@ -47,6 +48,7 @@ _ROUTES = {
     ("POST", "/topics"): ("create_topic", "body", ("name", "partitions", "configs")),
     ("GET", "/records"): ("records", "query", ("topic", "partition", "offset", "limit")),
     ("GET", "/offsets"): ("committed_offsets", "query", ("group",)),
+    ("GET", "/transactions"): ("transactions", "query", ("transactional_id",)),
     ("GET", "/requests"): ("requests", "query", ("since", "api")),
     ("DELETE", "/requests"): ("clear_requests", None, ()),
     ("GET", "/faults"): ("faults", None, ()),

@@ -148,6 +148,22 @@ class ControlOperations:
                  "leader_epoch": entry.leader_epoch, "metadata": entry.metadata}
                 for _, entry in sorted(committed.items())]
 
+    # --- transactions ---------------------------------------------------------------------------------------------
+
+    async def transactions(self, transactional_id=None) -> list[dict]:
+        """Every transactional id the transaction coordinator knows (after `__transaction_state` has been
+        replayed), or the one named: state, producer id and epoch, timeout, start time and partitions."""
+        from ..coordinator.transactions import transactions_of
+
+        if transactional_id is not None and (not isinstance(transactional_id, str) or not transactional_id):
+            raise ControlError(400, "a transactional id is a non-empty string")
+        coordinator = transactions_of(self._broker)
+        await coordinator.start()
+        views = coordinator.views()
+        if transactional_id is not None:
+            views = [view for view in views if view.transactional_id == transactional_id]
+        return [_transaction(view) for view in sorted(views)]
+
     # --- the request log ------------------------------------------------------------------------------------------
 
     async def requests(self, since=0, api=None) -> list[dict]:
@@ -162,6 +178,13 @@ class ControlOperations:
 def _topic(info) -> dict:
     return {"name": info.name, "partitions": info.partitions, "topic_id": str(info.topic_id),
             "internal": info.is_internal}
+
+
+def _transaction(view) -> dict:
+    return {"transactional_id": view.transactional_id, "state": view.state, "producer_id": view.producer_id,
+            "producer_epoch": view.producer_epoch, "transaction_timeout_ms": view.transaction_timeout_ms,
+            "transaction_start_time_ms": view.transaction_start_time_ms,
+            "partitions": [[topic, partition] for topic, partition in view.partitions]}
 
 
 def _record(topic: str, partition: int, record) -> dict:
