@@ -6,6 +6,7 @@
 - `broker`: one compatbroker for the run, started as users start it (`python -m compatbroker serve`, through
   EmbeddedBroker's subprocess mode), with its request log on. Every test uses topics of its own (`topic`).
 - `kafka`: kafka-python helpers that produce the records Spark reads and change topics (kafka_tools.py).
+- `java`: makes the Java client's consumers, producers and admin clients (java_clients.py), closed after the test.
 
 After each test that used Spark, every request the Java client sent during it must have been served: an API or
 version the broker lacks would show up as an unserved request. The versions the Java client used are collected
@@ -23,11 +24,13 @@ from collections import defaultdict
 import pytest
 
 from .connector import ConnectorMisconfigured, ConnectorUnavailable, find_connector, session_builder
+from .java_clients import JavaAdmin, JavaConsumer, JavaProducer
 from .kafka_tools import CLIENT_ID, KafkaTools, last_seq
 
 BROKER_SETTINGS = {
     "num.partitions": 1,
     "log.retention.check.interval.ms": 100,  # the data-loss tests wait for retention
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,  # the timeout test waits for the abort
 }
 HELPER_CLIENTS = (CLIENT_ID, "kafka-python")  # request log entries of these clients are not the Java client's
 BROKER_FAILURE = re.compile(r"^\S+ \S+ (ERROR|CRITICAL) |^Traceback")  # how the broker logs a handler that raised
@@ -77,6 +80,33 @@ def kafka(broker):
     tools = KafkaTools(broker.bootstrap_servers)
     yield tools
     tools.close()
+
+
+@pytest.fixture
+def java(spark, kafka):
+    """Makes Java consumers (`java.consumer(**config)`), producers (`java.producer(**config)`) and admin clients
+    (`java.admin()`), closed after the test."""
+    made = []
+
+    class Factory:
+        @staticmethod
+        def consumer(**config) -> JavaConsumer:
+            made.append(JavaConsumer(spark._jvm, kafka.bootstrap, **config))
+            return made[-1]
+
+        @staticmethod
+        def producer(**config) -> JavaProducer:
+            made.append(JavaProducer(spark._jvm, kafka.bootstrap, **config))
+            return made[-1]
+
+        @staticmethod
+        def admin() -> JavaAdmin:
+            made.append(JavaAdmin(spark._jvm, kafka.bootstrap))
+            return made[-1]
+
+    yield Factory
+    for client in made:
+        client.close()
 
 
 @pytest.fixture

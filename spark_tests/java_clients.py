@@ -1,9 +1,10 @@
 """The Java Kafka client Spark carries (kafka-clients), driven directly through the SparkSession's py4j gateway.
 
 Spark's source and sink use only part of what the Java client can do: they assign partitions and seek, so the
-consumer never validates a position it got from a group. These wrappers run the Java consumer and admin client
-with the settings a test names, to reach the rest (committed offsets with leader epochs, OffsetForLeaderEpoch,
-the admin client's ListOffsets and DescribeCluster).
+consumer never validates a position it got from a group, and the sink never runs a transaction. These wrappers
+run the Java consumer, producer and admin client with the settings a test names, to reach the rest (committed
+offsets with leader epochs, OffsetForLeaderEpoch, transactions with `transactional.id` and `isolation.level`, the
+admin client's ListOffsets and DescribeCluster).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import uuid
 from typing import NamedTuple
 
 BYTES_DESERIALIZER = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+BYTES_SERIALIZER = "org.apache.kafka.common.serialization.ByteArraySerializer"
 POLL_MS = 200
 DEADLINE_S = 30.0
 
@@ -65,6 +67,20 @@ class JavaConsumer:
         assert len(found) == count, found
         return found
 
+    def poll_to_positions(self, topic: str, ends: dict[int, int]) -> list[JavaRecord]:
+        """Poll until the position of each partition `p` of `topic` (assigned by `assign` or by the group) is
+        `ends[p]`, and return every record polled. Unlike a record count, positions show that the consumer moved
+        past what it does not return (transaction markers, and under read_committed aborted records)."""
+        found: list[JavaRecord] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            found += self.poll_once()
+            assigned = {tp.partition() for tp in _items(self._consumer.assignment()) if tp.topic() == topic}
+            positions = {partition: self.position(topic, partition) for partition in ends if partition in assigned}
+            if positions == ends:
+                return found
+            assert time.monotonic() < deadline, f"positions {positions}, not {ends}, after {DEADLINE_S} s: {found}"
+
     def commit(self, topic: str, partition: int, offset: int, leader_epoch: int | None = None) -> None:
         optional = self._jvm.java.util.Optional
         epoch = optional.of(leader_epoch) if leader_epoch is not None else optional.empty()
@@ -75,11 +91,77 @@ class JavaConsumer:
         """Commit the consumed positions (with the leader epoch of the last record read)."""
         self._consumer.commitSync()
 
+    def committed(self, topic: str, partitions: list[int]) -> dict[int, int | None]:
+        """The group's committed offsets (OffsetFetch), None where it has none."""
+        wanted = self._jvm.java.util.HashSet()
+        for partition in partitions:
+            wanted.add(self.partition(topic, partition))
+        found = self._consumer.committed(wanted)
+        offsets = {}
+        for partition in partitions:
+            metadata = found.get(self.partition(topic, partition))
+            offsets[partition] = None if metadata is None else metadata.offset()
+        return offsets
+
+    def group_metadata(self):
+        """The consumer's ConsumerGroupMetadata (group, generation, member id), for send_offsets_to_transaction."""
+        return self._consumer.groupMetadata()
+
     def position(self, topic: str, partition: int) -> int:
         return self._consumer.position(self.partition(topic, partition))
 
     def close(self) -> None:
         self._consumer.close()
+
+
+class JavaProducer:
+    """A Java KafkaProducer of byte keys and values; with `transactional.id` among its settings a transactional
+    one, whose transactions the methods below run as an application does."""
+
+    def __init__(self, jvm, bootstrap: str, **config: str):
+        self._jvm = jvm
+        settings = {"bootstrap.servers": bootstrap, "key.serializer": BYTES_SERIALIZER,
+                    "value.serializer": BYTES_SERIALIZER, "client.id": f"java-producer-{uuid.uuid4().hex[:6]}",
+                    "max.block.ms": str(int(DEADLINE_S * 1000)), **config}
+        self.client_id = settings["client.id"]
+        properties = jvm.java.util.Properties()
+        for name, value in settings.items():
+            properties.setProperty(name, str(value))
+        self._producer = jvm.org.apache.kafka.clients.producer.KafkaProducer(properties)
+
+    def init_transactions(self) -> None:
+        self._producer.initTransactions()
+
+    def begin_transaction(self) -> None:
+        self._producer.beginTransaction()
+
+    def send(self, topic: str, records: list[tuple[int, bytes | None, bytes | None]]) -> list[JavaRecord]:
+        """Send (partition, key, value) records, flush, and return them with the offsets the broker gave them."""
+        record_class = self._jvm.org.apache.kafka.clients.producer.ProducerRecord
+        futures = [self._producer.send(record_class(topic, partition, key, value))
+                   for partition, key, value in records]
+        self._producer.flush()
+        sent = []
+        for (_, key, value), future in zip(records, futures):
+            metadata = future.get()
+            sent.append(JavaRecord(metadata.partition(), metadata.offset(), key, value, None))
+        return sent
+
+    def send_offsets_to_transaction(self, topic: str, offsets: dict[int, int], group_metadata) -> None:
+        """Commit `offsets` ({partition: offset} of `topic`) for the consumer's group within the transaction."""
+        kafka = self._jvm.org.apache.kafka
+        self._producer.sendOffsetsToTransaction(
+            {kafka.common.TopicPartition(topic, partition): kafka.clients.consumer.OffsetAndMetadata(offset)
+             for partition, offset in offsets.items()}, group_metadata)
+
+    def commit_transaction(self) -> None:
+        self._producer.commitTransaction()
+
+    def abort_transaction(self) -> None:
+        self._producer.abortTransaction()
+
+    def close(self) -> None:
+        self._producer.close()
 
 
 class JavaAdmin:

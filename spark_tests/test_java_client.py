@@ -8,32 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from .java_clients import JavaAdmin, JavaConsumer, java_exception_class
+from .java_clients import java_exception_class
 from .kafka_tools import last_seq
 
 BASE_MS = 1_767_225_600_000
 FIRST_TOPIC_ID_FETCH = 13  # Fetch names topics by id from version 13
-
-
-@pytest.fixture
-def java(spark, kafka):
-    """Makes Java consumers (`java.consumer(**config)`) and admin clients (`java.admin()`), closed afterwards."""
-    made = []
-
-    class Factory:
-        @staticmethod
-        def consumer(**config) -> JavaConsumer:
-            made.append(JavaConsumer(spark._jvm, kafka.bootstrap, **config))
-            return made[-1]
-
-        @staticmethod
-        def admin() -> JavaAdmin:
-            made.append(JavaAdmin(spark._jvm, kafka.bootstrap))
-            return made[-1]
-
-    yield Factory
-    for client in made:
-        client.close()
 
 
 def requests_of(broker, client_id: str, since: int, api: str | None = None) -> list:

@@ -54,6 +54,8 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
        for client in MATRIX_CLIENTS},
     **{(client, flow): "Spark only"
        for client in MATRIX_CLIENTS for flow in ("consume (streaming)", "pipeline (Spark)")},
+    **{("sarama", flow): "sarama 1.22 has no transactional producer" for flow in ("transactions", "exactly_once")},
+    ("kcat", "exactly_once"): "kcat cannot commit consumed offsets in a transaction",
 }
 MARKER = "matrix"
 MARKER_HELP = "matrix(client=None, flow=None): the compat-matrix cell of a test (see tests/compat/matrix.py)"

@@ -159,6 +159,7 @@ class StoredBatch:
     codec: int
     records: int
     producer_id: int
+    control: bool = False  # a transaction marker (attributes bit 5)
 
 
 _BATCH_HEADER = struct.Struct(">qiib")  # base offset, length, leader epoch (v2) or crc (v0/1), magic
@@ -181,7 +182,8 @@ def stored_batches(segment_files: Sequence[Path]) -> list[StoredBatch]:
                 attributes = _ATTRIBUTES.unpack_from(data, position + 21)[0]
                 batches.append(StoredBatch(base_offset, magic, attributes & 0x07,
                                            _RECORD_COUNT.unpack_from(data, position + 57)[0],
-                                           _PRODUCER_ID.unpack_from(data, position + 43)[0]))
+                                           _PRODUCER_ID.unpack_from(data, position + 43)[0],
+                                           bool(attributes & 0x20)))
             else:
                 batches.append(StoredBatch(base_offset, magic, data[position + 17] & 0x07, 1, -1))  # magic 0/1 message
             position += 12 + length

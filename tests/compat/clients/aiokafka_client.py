@@ -6,7 +6,7 @@ import time
 import uuid
 
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView, next_offsets
+from .base import DEFAULT_TIMEOUT_S, OK, ClientAdapter, ClientError, ClusterView, error_outcome, next_offsets
 
 
 class AiokafkaClient(ClientAdapter):
@@ -214,6 +214,98 @@ class AiokafkaClient(ClientAdapter):
             await consumer.commit({TopicPartition(topic, p): o for p, o in offsets.items()})
 
         await session.serve_async(poll, commit, consumer.stop)
+
+
+    # --- transactions ----------------------------------------------------------------------------------------------
+
+    def run_transactional(self, bootstrap, topic, steps, *, timeout_s=DEFAULT_TIMEOUT_S):
+        return asyncio.run(self._run_transactional(bootstrap, topic, steps, timeout_s))
+
+    async def _run_transactional(self, bootstrap, topic, steps, timeout_s):
+        producers: dict = {}
+        abandoned: set[str] = set()
+        outcomes = []
+        try:
+            for step in steps:
+                try:
+                    await asyncio.wait_for(self._txn_step(bootstrap, topic, producers, step), timeout_s)
+                    outcomes.append(OK)
+                except Exception as exc:  # noqa: BLE001 - the outcome names it
+                    outcomes.append(error_outcome(aiokafka_error_name(exc)))
+                if step.op == "abandon":
+                    abandoned.add(step.producer)
+        finally:
+            for name, producer in producers.items():
+                if name in abandoned:  # left unstopped: stop() would abort the transaction
+                    self.__dict__.setdefault("abandoned", []).append(producer)
+                else:
+                    await producer.stop()
+        return outcomes
+
+    async def _txn_step(self, bootstrap, topic, producers, step) -> None:
+        from aiokafka import AIOKafkaProducer
+        if step.op == "init":
+            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=step.transactional_id,
+                                        transaction_timeout_ms=step.timeout_ms, enable_idempotence=True,
+                                        linger_ms=5, retry_backoff_ms=50, request_timeout_ms=15000,
+                                        client_id=f"compat-aiot-{uuid.uuid4().hex[:6]}")
+            producers[step.producer] = producer
+            await producer.start()  # InitProducerId
+            return
+        producer = producers[step.producer]
+        if step.op == "begin":
+            await producer.begin_transaction()
+        elif step.op == "send":
+            sent = [await producer.send(topic, key=r.key, value=r.value, partition=r.partition)
+                    for r in step.records]
+            await asyncio.gather(*sent)
+        elif step.op == "commit":
+            await producer.commit_transaction()
+        elif step.op == "abort":
+            await producer.abort_transaction()
+        elif step.op != "abandon":
+            raise ValueError(f"unknown step {step.op!r}")
+
+    def read_to_end(self, bootstrap, topic, until, *, read_committed, timeout_s=DEFAULT_TIMEOUT_S):
+        got: list[Consumed] = []
+        positions: dict[int, int] = {}
+        try:
+            asyncio.run(self._read_to_end(bootstrap, topic, until, read_committed, timeout_s, got, positions))
+        except Exception as exc:
+            raise ClientError(f"aiokafka consumer: {exc!r} after {len(got)} records") from exc
+        if any(positions.get(p, -1) < until[p] for p in until):
+            raise ClientError(f"aiokafka consumer: positions {positions}, expected {until} within {timeout_s} s")
+        return got, positions
+
+    async def _read_to_end(self, bootstrap, topic, until, read_committed, timeout_s, got, positions):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                    fetch_max_wait_ms=100, retry_backoff_ms=50, request_timeout_ms=40000,
+                                    isolation_level="read_committed" if read_committed else "read_uncommitted",
+                                    client_id=f"compat-aioc-{uuid.uuid4().hex[:6]}")
+        await consumer.start()
+        try:
+            tps = {p: TopicPartition(topic, p) for p in until}
+            consumer.assign(list(tps.values()))
+            await consumer.seek_to_beginning(*tps.values())
+            deadline = time.monotonic() + timeout_s
+            while True:
+                positions.update({p: await consumer.position(tp) for p, tp in tps.items()})
+                if all(positions[p] >= until[p] for p in until) or time.monotonic() > deadline:
+                    return
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    got.extend(Consumed(r.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
+                               for r in records)
+        finally:
+            await consumer.stop()
+
+
+def aiokafka_error_name(exc: BaseException) -> str:
+    """Kafka's name of an aiokafka error (its broker errors carry `message`), else the exception's class."""
+    from aiokafka.errors import BrokerResponseError
+    if isinstance(exc, BrokerResponseError):
+        return exc.message
+    return type(exc).__name__
 
 
 async def _read(consumer, count: int, timeout_s: float, got: list[Consumed]) -> None:

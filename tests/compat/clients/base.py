@@ -109,6 +109,23 @@ class ClientAdapter:
         Produce request, retrying through failed requests and cut connections until all are acknowledged."""
         raise NotImplementedError(f"{self.name} has no idempotent producer here")
 
+    # --- transactions ----------------------------------------------------------------------------------------------
+
+    def run_transactional(self, bootstrap: str, topic: str, steps: Sequence[TxnStep], *,
+                          timeout_s: float = DEFAULT_TIMEOUT_S) -> list[str]:
+        """Carries out `steps` in order with the client's transactional producers (named by TxnStep.producer, all in
+        one process) and returns each step's outcome: OK, or `error:<NAME>` with the Kafka error name the client
+        reported (see TxnStep). A failed step does not stop the script. An "abandon" step leaves its producer
+        alone with its transaction open, sending nothing more: the broker must time the transaction out."""
+        raise NotImplementedError(f"{self.name} has no transactional producer here")
+
+    def read_to_end(self, bootstrap: str, topic: str, until: dict[int, int], *, read_committed: bool,
+                    timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[list[Consumed], dict[int, int]]:
+        """Reads partitions `until` names from the earliest offset, with isolation level read_committed or
+        read_uncommitted, until the consumer's position in each is at least `until[partition]`. Returns the records
+        delivered and the positions reached; raises ClientError when the positions do not get there in time."""
+        raise NotImplementedError(f"{self.name} has no transactional reader here")
+
     def produce_concurrently(self, bootstrap: str, topic: str, batches: Sequence[Sequence[Record]]) -> None:
         """One client instance per batch, all running at the same time."""
         run_concurrently([lambda b=b: self.produce(bootstrap, topic, b) for b in batches])
@@ -119,6 +136,27 @@ class ClientAdapter:
         `started` is called once they have all been launched (the records may be produced then)."""
         return run_concurrently([lambda: self.consume(bootstrap, topic, count, timeout_s=60)] * clients,
                                 started=started)
+
+
+OK = "ok"
+
+
+@dataclasses.dataclass(frozen=True)
+class TxnStep:
+    """One step of a transactional producer's script (ClientAdapter.run_transactional).
+
+    ops: "init" (create producer `producer` with `transactional_id` and `timeout_ms`, InitProducerId), "begin",
+    "send" (`records`, each with its partition, then wait until all are acknowledged), "commit", "abort", "abandon".
+    """
+    producer: str
+    op: str
+    records: tuple[Record, ...] = ()
+    transactional_id: str | None = None
+    timeout_ms: int = 60_000
+
+
+def error_outcome(name: str) -> str:
+    return f"error:{name}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,12 +11,14 @@ import uuid
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
 from .base import (
     DEFAULT_TIMEOUT_S,
+    OK,
     ClientAdapter,
     ClientError,
     ClusterView,
     GroupInfo,
     GroupListing,
     MemberInfo,
+    error_outcome,
     next_offsets,
 )
 
@@ -225,6 +227,84 @@ class ConfluentClient(ClientAdapter):
         if failed:
             raise ClientError(f"confluent-kafka list_consumer_group_offsets: {failed[0].error}")
         return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions}
+
+
+    # --- transactions ----------------------------------------------------------------------------------------------
+
+    def run_transactional(self, bootstrap, topic, steps, *, timeout_s=DEFAULT_TIMEOUT_S):
+        producers: dict = {}
+        outcomes = []
+        for step in steps:
+            try:
+                self._txn_step(bootstrap, topic, producers, step, timeout_s)
+                outcomes.append(OK)
+            except Exception as exc:  # noqa: BLE001 - the outcome names it
+                outcomes.append(error_outcome(confluent_error_name(exc)))
+            if step.op == "abandon":  # kept referenced: destroying the handle could end the transaction
+                self.__dict__.setdefault("abandoned", []).append(producers[step.producer])
+        return outcomes
+
+    def _txn_step(self, bootstrap, topic, producers, step, timeout_s) -> None:
+        from confluent_kafka import KafkaException, Producer
+        if step.op == "init":
+            producers[step.producer] = Producer(_common(bootstrap, "t") | {
+                "transactional.id": step.transactional_id, "transaction.timeout.ms": step.timeout_ms,
+                "linger.ms": 5, "retry.backoff.ms": 50, "reconnect.backoff.ms": 50,
+                "reconnect.backoff.max.ms": 500})
+            producers[step.producer].init_transactions(timeout_s)
+            return
+        producer = producers[step.producer]
+        if step.op == "begin":
+            producer.begin_transaction()
+        elif step.op == "send":
+            failures = []
+            for r in step.records:
+                producer.produce(topic, key=r.key, value=r.value, partition=r.partition,
+                                 on_delivery=lambda err, _msg: err is not None and failures.append(err))
+            if producer.flush(timeout_s):
+                raise ClientError(f"confluent-kafka: records not delivered within {timeout_s} s")
+            if failures:
+                raise KafkaException(failures[0])
+        elif step.op == "commit":
+            producer.commit_transaction(timeout_s)
+        elif step.op == "abort":
+            producer.abort_transaction(timeout_s)
+        elif step.op != "abandon":
+            raise ValueError(f"unknown step {step.op!r}")
+
+    def read_to_end(self, bootstrap, topic, until, *, read_committed, timeout_s=DEFAULT_TIMEOUT_S):
+        from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+        consumer = self.consumer(bootstrap, **{
+            "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+            "fetch.wait.max.ms": 100, "enable.partition.eof": False})
+        got: list[Consumed] = []
+        try:
+            tps = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in until]
+            consumer.assign(tps)
+            deadline = time.monotonic() + timeout_s
+            positions = {p: -1 for p in until}
+            while any(positions[p] < until[p] for p in until) and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                    if msg.error():
+                        if msg.error().code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise ClientError(f"confluent-kafka consumer: {msg.error()}")
+                    got.append(_consumed(msg))
+                positions = {tp.partition: tp.offset for tp in consumer.position([TopicPartition(topic, p)
+                                                                                  for p in until])}
+        finally:
+            consumer.close()
+        if any(positions[p] < until[p] for p in until):
+            raise ClientError(f"confluent-kafka consumer: positions {positions}, expected {until} within {timeout_s} s")
+        return got, positions
+
+
+def confluent_error_name(exc: BaseException) -> str:
+    """librdkafka's name of the error (PRODUCER_FENCED, _FENCED ...), else the exception's class."""
+    from confluent_kafka import KafkaException
+    if isinstance(exc, KafkaException) and exc.args and hasattr(exc.args[0], "name"):
+        return exc.args[0].name()
+    return type(exc).__name__
 
 
 # confluent-kafka's ConsumerGroupState members and Kafka's names of the same states

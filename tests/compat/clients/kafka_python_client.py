@@ -8,12 +8,14 @@ from collections.abc import Sequence
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
 from .base import (
     DEFAULT_TIMEOUT_S,
+    OK,
     ClientAdapter,
     ClientError,
     ClusterView,
     GroupInfo,
     GroupListing,
     MemberInfo,
+    error_outcome,
     next_offsets,
 )
 
@@ -224,6 +226,81 @@ class KafkaPythonClient(ClientAdapter):
         finally:
             admin.close()
         return {(tp.topic, tp.partition): meta.offset for tp, meta in found.items()}
+
+
+    # --- transactions ----------------------------------------------------------------------------------------------
+
+    def run_transactional(self, bootstrap, topic, steps, *, timeout_s=DEFAULT_TIMEOUT_S):
+        producers: dict = {}
+        abandoned: set[str] = set()
+        outcomes = []
+        try:
+            for step in steps:
+                try:
+                    self._txn_step(bootstrap, topic, producers, step, timeout_s)
+                    outcomes.append(OK)
+                except Exception as exc:  # noqa: BLE001 - the outcome names it
+                    outcomes.append(error_outcome(kafka_error_name(exc)))
+                if step.op == "abandon":
+                    abandoned.add(step.producer)
+        finally:
+            for name, producer in producers.items():
+                if name in abandoned:  # kept referenced, unclosed: a close would abort the transaction
+                    self.__dict__.setdefault("abandoned", []).append(producer)
+                else:
+                    producer.close(timeout=5)
+        return outcomes
+
+    def _txn_step(self, bootstrap, topic, producers, step, timeout_s) -> None:
+        if step.op == "init":
+            producers[step.producer] = self.producer(
+                bootstrap, transactional_id=step.transactional_id, transaction_timeout_ms=step.timeout_ms,
+                retry_backoff_ms=50, reconnect_backoff_ms=50, reconnect_backoff_max_ms=500)
+            producers[step.producer].init_transactions()
+            return
+        producer = producers[step.producer]
+        if step.op == "begin":
+            producer.begin_transaction()
+        elif step.op == "send":
+            futures = [producer.send(topic, key=r.key, value=r.value, partition=r.partition) for r in step.records]
+            producer.flush(timeout=timeout_s)
+            for future in futures:
+                future.get(timeout=timeout_s)
+        elif step.op == "commit":
+            producer.commit_transaction()
+        elif step.op == "abort":
+            producer.abort_transaction()
+        elif step.op != "abandon":
+            raise ValueError(f"unknown step {step.op!r}")
+
+    def read_to_end(self, bootstrap, topic, until, *, read_committed, timeout_s=DEFAULT_TIMEOUT_S):
+        from kafka import TopicPartition
+        consumer = self.consumer(bootstrap, fetch_max_wait_ms=100, retry_backoff_ms=50,
+                                 isolation_level="read_committed" if read_committed else "read_uncommitted")
+        got: list[Consumed] = []
+        try:
+            tps = {p: TopicPartition(topic, p) for p in until}
+            consumer.assign(list(tps.values()))
+            consumer.seek_to_beginning(*tps.values())
+            deadline = time.monotonic() + timeout_s
+            positions = {p: consumer.position(tp) for p, tp in tps.items()}
+            while any(positions[p] < until[p] for p in until) and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=200).values():
+                    got.extend(_consumed(r) for r in records)
+                positions = {p: consumer.position(tp) for p, tp in tps.items()}
+        finally:
+            consumer.close()
+        if any(positions[p] < until[p] for p in until):
+            raise ClientError(f"kafka-python consumer: positions {positions}, expected {until} within {timeout_s} s")
+        return got, positions
+
+
+def kafka_error_name(exc: BaseException) -> str:
+    """Kafka's name of the error a kafka-python call raised (PRODUCER_FENCED ...), else the exception's class."""
+    from kafka.errors import BrokerResponseError
+    if isinstance(exc, BrokerResponseError):
+        return exc.message
+    return type(exc).__name__
 
 
 # kafka-python names its assignors by class; the specs use Kafka's names.

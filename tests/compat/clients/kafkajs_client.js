@@ -252,6 +252,85 @@ async function committed (spec) {
   }
 }
 
+// Transactional producers following spec.steps (see TxnStep in base.py); each step's outcome is 'ok' or
+// 'error:<kafkajs error type>'. An abandoned producer is never disconnected: the script exits without a word to the
+// broker, its transaction left open.
+async function txnScript (spec) {
+  const kafka = client(spec, 't')
+  const producers = {}
+  const transactions = {}
+  const outcomes = []
+  let abandoned = false
+  for (const step of spec.steps) {
+    try {
+      if (step.op === 'init') {
+        producers[step.producer] = kafka.producer({ transactionalId: step.transactional_id, idempotent: true,
+          maxInFlightRequests: 1, transactionTimeout: step.timeout_ms,
+          retry: { retries: 10, initialRetryTime: 50, maxRetryTime: 500 } })
+        await producers[step.producer].connect() // InitProducerId
+      } else if (step.op === 'begin') {
+        transactions[step.producer] = await producers[step.producer].transaction()
+      } else if (step.op === 'send') {
+        await transactions[step.producer].send({ topic: spec.topic, acks: -1, messages: step.records.map(toMessage) })
+      } else if (step.op === 'commit') {
+        await transactions[step.producer].commit()
+      } else if (step.op === 'abort') {
+        await transactions[step.producer].abort()
+      } else if (step.op === 'abandon') {
+        abandoned = true
+      } else throw new Error(`unknown step ${step.op}`)
+      outcomes.push('ok')
+    } catch (error) {
+      outcomes.push(`error:${error.type || (error.originalError && error.originalError.type) || error.name}`)
+    }
+  }
+  if (!abandoned) {
+    for (const producer of Object.values(producers)) await producer.disconnect()
+  }
+  return { outcomes }
+}
+
+// Reads spec.until's partitions from the beginning (read_committed unless spec.read_uncommitted) until the
+// consumer's position in each reaches spec.until[partition]. kafkajs has no position(): a batch's lastOffset()
+// (control records and aborted records included) is what it resolves and would commit, so position = lastOffset + 1.
+async function readToEnd (spec) {
+  const consumer = client(spec, 'r').consumer({
+    groupId: `compat-rte-${Math.random().toString(16).slice(2, 10)}`,
+    readUncommitted: spec.read_uncommitted,
+    maxWaitTimeInMs: 100,
+    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000, restartOnFailure: async () => false }
+  })
+  const got = []
+  const positions = {}
+  const done = () => Object.entries(spec.until).every(([p, end]) => (positions[p] || 0) >= end)
+  await consumer.connect()
+  try {
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`positions ${JSON.stringify(positions)} short of ${JSON.stringify(spec.until)} within ${spec.timeout_ms} ms`)),
+        spec.timeout_ms)
+      consumer.on(consumer.events.CRASH, event => { clearTimeout(timer); reject(event.payload.error) })
+      consumer.subscribe({ topic: spec.topic, fromBeginning: true })
+        .then(() => consumer.run({
+          autoCommit: false,
+          eachBatch: async ({ batch }) => {
+            for (const m of batch.messages) {
+              got.push({ partition: batch.partition, offset: Number(m.offset), key: toB64(m.key), value: toB64(m.value),
+                headers: fromHeaders(m.headers), timestamp: Number(m.timestamp) })
+            }
+            if (!batch.isEmptyIncludingFiltered()) {
+              positions[batch.partition] = Math.max(positions[batch.partition] || 0, Number(batch.lastOffset()) + 1)
+            }
+            if (done()) { clearTimeout(timer); resolve() }
+          }
+        }))
+        .catch(error => { clearTimeout(timer); reject(error) })
+    })
+  } finally {
+    await consumer.disconnect()
+  }
+  return { records: got, positions }
+}
+
 const emit = (type, fields) => process.stdout.write(`EVENT ${JSON.stringify({ type, ...fields })}\n`)
 // Exits once everything written to stdout is out: a pipe may take a large write only in parts, and process.exit
 // would drop the rest.
@@ -334,7 +413,9 @@ const OPS = {
   metadata,
   list_topics: listTopics,
   group_consume: groupConsume,
-  committed
+  committed,
+  txn_script: txnScript,
+  read_to_end: readToEnd
 }
 
 async function main () {

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed, Record
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView, TxnStep
 
 SCRIPT = Path(__file__).with_name("kafkajs_client.js")
 
@@ -109,6 +109,25 @@ class KafkajsClient(ClientAdapter):
         at = result["at"]
         return result["earliest"], result["latest"], None if at is None or at < 0 else at
 
+
+    def run_transactional(self, bootstrap, topic, steps, *, timeout_s=DEFAULT_TIMEOUT_S):
+        # One node process runs the whole script; after an "abandon" it exits without closing its connections.
+        result = self._call({"op": "txn_script", "brokers": bootstrap, "topic": topic,
+                             "steps": [_step_json(step) for step in steps]}, timeout_s)
+        return result["outcomes"]
+
+    def read_to_end(self, bootstrap, topic, until, *, read_committed, timeout_s=DEFAULT_TIMEOUT_S):
+        result = self._call({"op": "read_to_end", "brokers": bootstrap, "topic": topic, "until": until,
+                             "read_uncommitted": not read_committed, "timeout_ms": int(timeout_s * 1000)}, timeout_s)
+        records = [Consumed(r["partition"], r["offset"], unb64(r["key"]), unb64(r["value"]),
+                            tuple((name, unb64(value)) for name, value in r["headers"]), r["timestamp"])
+                   for r in result["records"]]
+        return records, {int(p): offset for p, offset in result["positions"].items()}
+
+
+def _step_json(step: TxnStep) -> dict:
+    return {"producer": step.producer, "op": step.op, "transactional_id": step.transactional_id,
+            "timeout_ms": step.timeout_ms, "records": [record_json(r) for r in step.records]}
 
 def _start_json(start) -> dict:
     if start == EARLIEST:
