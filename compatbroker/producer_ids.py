@@ -9,8 +9,8 @@ above every producer id that a partition log or `transactional-ids.json` still k
 coordinator raises the floor above the ids of `__transaction_state` once it has loaded (`raise_floor`), so a data
 directory without the block file (one written by Kafka, or one whose file was lost) cannot hand out an id in use.
 
-`transactional-ids.json`: before issue 15 the transactional ids were kept here, in a JSON file replaced atomically
-on every change. The transaction coordinator (compatbroker.coordinator.transactions) now keeps them in
+`transactional-ids.json`: earlier versions of compatbroker kept the transactional ids here, in a JSON file replaced
+atomically on every change. The transaction coordinator (compatbroker.coordinator.transactions) now keeps them in
 `__transaction_state`; it migrates the file once at start and deletes it. Its format (read_transactional_ids,
 write_transactional_ids, TransactionalProducer) stays here for that migration:
 `{"version": 1, "transactional_ids": {id: {producer_id, producer_epoch, previous_producer_id, last_producer_epoch,
@@ -49,7 +49,7 @@ class ProducerIdBlockUnavailable(Exception):
 
 @dataclass(frozen=True)
 class TransactionalProducer:
-    """One entry of `transactional-ids.json` (what the coordinator kept per transactional id before issue 15)."""
+    """One entry of `transactional-ids.json` (what the coordinator kept per transactional id in earlier versions)."""
 
     producer_id: int
     producer_epoch: int          # -1 only for an id created but not yet stored

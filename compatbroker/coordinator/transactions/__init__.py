@@ -1,4 +1,4 @@
-"""The transaction coordinator (issue 15): transactional ids, their transactions and markers, kept durable in
+"""The transaction coordinator: transactional ids, their transactions and markers, kept durable in
 `__transaction_state`.
 
 - state.py: TransactionState and TransactionMetadata, with Kafka's legal transitions;

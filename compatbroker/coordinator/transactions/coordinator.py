@@ -41,8 +41,8 @@ Rules (Kafka's TransactionCoordinator; 4.x with KIP-890):
   `transactional.id.expiration.ms`.
 - Start: `__transaction_state` is replayed (loader.py); PrepareCommit/PrepareAbort transactions get their markers
   (re)written and are completed; Ongoing ones stay open (their timeout applies). `<data dir>/transactional-ids.json`
-  (the map kept before issue 15, see producer_ids.py) is then migrated once (Empty state, same producer id and
-  epoch) and deleted, and producer id allocation is raised above every producer id the log knows.
+  (the map earlier versions of compatbroker kept, see producer_ids.py) is then migrated once (Empty state, same
+  producer id and epoch) and deleted, and producer id allocation is raised above every producer id the log knows.
 """
 from __future__ import annotations
 
@@ -650,7 +650,7 @@ class TransactionCoordinator:
     # --- start-up -------------------------------------------------------------------------------------------------
 
     async def _migrate_transactional_ids_file(self) -> None:
-        """Move the ids of `transactional-ids.json` (written before issue 15) into the log, once, then delete it."""
+        """Move the ids of `transactional-ids.json` (from earlier versions) into the log, once, then delete it."""
         path = os.path.join(self.broker.logs.data_dir, TRANSACTIONAL_IDS_FILE)
         if not os.path.exists(path):
             return
