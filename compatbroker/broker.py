@@ -285,9 +285,11 @@ class Broker:
             for future in waiters:
                 _resolve(future)
 
-    async def wait_for_append(self, partitions: list[tuple[str, int]], timeout_s: float) -> None:
-        """Return when any of `partitions` is appended to, or after `timeout_s`, whichever comes first."""
-        if self._closing or timeout_s <= 0 or not partitions:
+    async def wait_for_append(self, partitions: list[tuple[str, int]], timeout_s: float, *,
+                              until: asyncio.Future | None = None) -> None:
+        """Return when any of `partitions` is appended to, after `timeout_s`, or once `until` (the client's
+        departure) is done, whichever comes first."""
+        if self._closing or timeout_s <= 0 or not partitions or (until is not None and until.done()):
             return
         loop = asyncio.get_running_loop()
         future = loop.create_future()
@@ -295,9 +297,16 @@ class Broker:
         for key in keys:
             self._append_waiters.setdefault(key, set()).add(future)
         timer = loop.call_later(timeout_s, _resolve, future)
+        wake = None
+        if until is not None:
+            def wake(_done, future=future):
+                _resolve(future)
+            until.add_done_callback(wake)
         try:
             await future
         finally:
+            if wake is not None:
+                until.remove_done_callback(wake)
             timer.cancel()
             for key in keys:
                 waiters = self._append_waiters.get(key)

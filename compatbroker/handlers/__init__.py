@@ -22,6 +22,7 @@ range the schemas do not carry or one that includes a version Kafka marks unstab
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import inspect
@@ -54,10 +55,11 @@ class RequestContext:
     """What a handler knows about the request besides its body."""
 
     __slots__ = ("broker", "header", "api_version", "client_id", "peer", "listener_host", "listener_port",
-                 "handlers")
+                 "handlers", "client_gone")
 
     def __init__(self, broker: Broker, header: RequestHeader, *, peer: str = "", listener_host: str = "",
-                 listener_port: int = 0, handlers: Mapping[int, ModuleType] | None = None):
+                 listener_port: int = 0, handlers: Mapping[int, ModuleType] | None = None,
+                 client_gone: asyncio.Future | None = None):
         self.broker = broker
         self.header = header
         self.api_version: int = header.request_api_version
@@ -66,6 +68,7 @@ class RequestContext:
         self.listener_host = listener_host    # where the request arrived: Metadata answers the advertised
         self.listener_port = listener_port    # endpoint of this listener (broker.advertised_endpoint)
         self.handlers = handlers              # the registry serving this request; None: the default one
+        self.client_gone = client_gone        # resolved when the client closes its end: stop waiting for it
 
     def __repr__(self):
         return (f"RequestContext(api_key={self.header.request_api_key}, api_version={self.api_version}, "

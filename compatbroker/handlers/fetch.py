@@ -11,7 +11,8 @@ Behaviour, as Kafka's:
 - Long polling: the answer is sent at once if `max_wait_ms` <= 0, if at least `min_bytes` are available, or if a
   partition hit an error or a diverging epoch; otherwise the handler waits (`broker.wait_for_append`, woken by
   appends, never polling) until `min_bytes` are there or `max_wait_ms` has passed, then reads again. Partitions of
-  unknown topics do not end the wait; a partition deleted during the wait (DeleteTopics) ends it, as in Kafka.
+  unknown topics do not end the wait; a partition deleted during the wait (DeleteTopics) ends it, as in Kafka, and
+  so does the client closing its connection (`ctx.client_gone`), so that its socket is not held for the wait.
 - read_committed (v4+ `isolation_level` 1): only batches below the last stable offset (LSO) are returned, and
   `aborted_transactions` lists (producer id, first offset) of the aborted transactions overlapping the range
   returned, from the segments' `.txnindex` files (no record is read; the bytes still leave through sendfile). The
@@ -103,7 +104,7 @@ async def handle(ctx: RequestContext, request) -> FetchResponse:
         now_ms=broker.now_ms())
     partitions = context.partitions()
     _resolve_topic_ids(broker, partitions)
-    reads = await _read_when_ready(broker, request, partitions, _limits(request, version))
+    reads = await _read_when_ready(broker, request, partitions, _limits(request, version), ctx.client_gone)
     error, session_id, selected = context.respond([(read.request, read.data, read) for read in reads],
                                                   broker.now_ms())
     topics = _group_by_topic([_finish(broker, version, result[2]) for result in selected])
@@ -154,8 +155,10 @@ def _limits(request, version: int) -> _Limits:
 
 # --- reading and waiting ------------------------------------------------------------------------------------------
 
-async def _read_when_ready(broker, request, partitions: list[PartitionRequest], limits: _Limits) -> list[_Read]:
-    """Read now; if that is not worth answering yet, wait for appends until it is or `max_wait_ms` has passed."""
+async def _read_when_ready(broker, request, partitions: list[PartitionRequest], limits: _Limits,
+                           client_gone: asyncio.Future | None = None) -> list[_Read]:
+    """Read now; if that is not worth answering yet, wait for appends until it is, `max_wait_ms` has passed, or the
+    client has gone (nobody would read the answer, and its connection waits for it to close)."""
     reads = _read_all(broker, partitions, limits)
     if request.max_wait_ms <= 0:
         return reads
@@ -168,7 +171,9 @@ async def _read_when_ready(broker, request, partitions: list[PartitionRequest], 
         watched = [(read.request.topic, read.request.partition) for read in reads if read.outcome != UNKNOWN]
         ends = _end_offsets(broker, watched)
         # No await between the read above and this call: an append cannot slip in unnoticed.
-        await broker.wait_for_append(watched, remaining)
+        await broker.wait_for_append(watched, remaining, until=client_gone)
+        if client_gone is not None and client_gone.done():
+            break
         reads = _read_all(broker, partitions, limits)
         now = _end_offsets(broker, watched)
         if now == ends:

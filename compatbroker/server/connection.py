@@ -20,8 +20,9 @@ ApiVersions of a newer version than ours, which gets Kafka's v0-format UNSUPPORT
 retries with a version we know. A malformed request closes the connection with one WARNING line, as does a handler
 raising `CloseConnection` (Kafka's answer to a failed acks=0 Produce); any other handler exception is a bug, logged at
 ERROR with its traceback. The responses queued before the close still go out. When the client closes its end, the
-responses already complete go out and the connection closes without waiting for requests still being served (a long
-poll), whose handlers are cancelled, as Kafka drops a departed client's pending responses.
+requests already read still run to completion, as Kafka runs them (their answers go nowhere); handlers that would
+wait open-endedly, a Fetch long poll, stop waiting through `RequestContext.client_gone`, so a departed client's
+socket is released at once.
 
 Fault injection (tests of clients) hooks in at dispatch: when the server's `FaultInjector` is active, it logs the
 request and may delay it, answer it with an injected error in Kafka's shape for that API (`error_responses`), or
@@ -301,7 +302,8 @@ class Connection:
         if module is None or not module.MIN_VERSION <= header.request_api_version <= module.MAX_VERSION:
             return self._unsupported(header, frame)
         ctx = RequestContext(self._broker, header, peer=self.peer, listener_host=self._listener_host,
-                             listener_port=self._listener_port, handlers=self._handlers)
+                             listener_port=self._listener_port, handlers=self._handlers,
+                             client_gone=self._client_gone)
         if self._injector.active:
             fault = self._injector.on_request(header, body, self.peer, self._broker.topic_by_id)
             if fault is not None:
@@ -372,8 +374,6 @@ class Connection:
             if entry is _END or entry is CLOSE:
                 return
             try:
-                if not await self._answered_while_client_listens(entry):
-                    return
                 chunks = await entry
             finally:
                 self._slots.release()
@@ -383,14 +383,6 @@ class Connection:
                 await self._send(chunks)
             self._outstanding -= 1
             self.last_active = self._loop.time()
-
-    async def _answered_while_client_listens(self, entry) -> bool:
-        """Wait for a request's response unless the client leaves first. Kafka closes a connection at the end of
-        its stream, and a request still in flight (a long poll of max_wait_ms, maybe days) completes into nothing:
-        the socket must not wait for it. Responses already complete are still written."""
-        if not entry.done() and not self._client_gone.done():
-            await asyncio.wait((entry, self._client_gone), return_when=asyncio.FIRST_COMPLETED)
-        return entry.done()
 
     async def _send(self, chunks: list) -> None:
         cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)

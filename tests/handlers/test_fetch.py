@@ -259,10 +259,10 @@ class WaitSpy:
         self.original = broker.wait_for_append
         broker.wait_for_append = self.wait_for_append
 
-    async def wait_for_append(self, partitions, timeout_s):
+    async def wait_for_append(self, partitions, timeout_s, *, until=None):
         self.calls += 1
         self.changed.set()
-        await self.original(partitions, timeout_s)  # registers before it yields: no append is missed
+        await self.original(partitions, timeout_s, until=until)  # registers before it yields: no append is missed
 
     async def until(self, calls: int):
         while self.calls < calls:

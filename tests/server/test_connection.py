@@ -508,25 +508,47 @@ async def test_a_closed_connection_leaves_nothing_behind(tmp_path):
 
 
 async def test_a_client_that_leaves_during_a_long_poll_is_disconnected_at_once(tmp_path):
-    """Kafka closes a connection at the end of its stream; a request still in flight (a Fetch of max_wait_ms near
-    Integer.MAX_VALUE, found by the fuzzer) must not hold the socket until it completes. Answers already made
-    still go out first."""
-    handler_cancelled = asyncio.Event()
+    """Kafka closes a connection at the end of its stream. A Fetch long poll of max_wait_ms near Integer.MAX_VALUE
+    (found by the fuzzer) must not hold the socket until it would end: the handler learns that its client left."""
+    from compatbroker.handlers import fetch
 
-    async def endless(ctx, request):
-        try:
-            await asyncio.Event().wait()
-        finally:
-            handler_cancelled.set()
+    async with running_server(tmp_path, _registry(fetch)) as (server, port):
+        server.broker.create_topic("quiet", 1)
+        client = await RawClient.connect(port)
+        request = FetchRequest(max_wait_ms=2**31 - 2, min_bytes=1, max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
+            topic="quiet", partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0,
+                                                                    partition_max_bytes=1 << 20)])])
+        await client.send(request, version=11, correlation_id=1)
+        (_, task), = server._connections.items()
+        for _ in range(2000):  # until the fetch waits for an append (generous: 20 s at least)
+            if server.broker._append_waiters:
+                break
+            await asyncio.sleep(0.01)
+        assert server.broker._append_waiters and not task.done()
+        await client.close()
+        await asyncio.wait_for(task, 20)  # the connection ended without waiting out the long poll
+        assert server.connection_count == 0
 
-    registry = build_registry([api_versions, _metadata_handler(endless)])
+
+async def test_requests_read_before_the_client_leaves_still_run(tmp_path):
+    """Kafka processes what it has read from a connection that then closes (an acks=0 producer sends and leaves):
+    every handler started still runs to its end."""
+    finished = []
+    started = asyncio.Event()
+
+    async def slow(ctx, request):
+        started.set()
+        await asyncio.sleep(0.2)  # a handler that awaits before it changes state (its client is gone by then)
+        finished.append(ctx.header.correlation_id)
+        return MetadataResponse()
+
+    registry = build_registry([api_versions, _metadata_handler(slow)])
     async with running_server(tmp_path, registry) as (server, port):
         client = await RawClient.connect(port)
-        await client.send(ApiVersionsRequest(), version=0, correlation_id=1)
-        await client.read_response(API_VERSIONS, 0)
-        await client.send(MetadataRequest(topics=[]), version=1, correlation_id=2)
+        for correlation_id in (1, 2, 3):
+            await client.send(MetadataRequest(topics=[]), version=1, correlation_id=correlation_id)
+        await started.wait()
         (_, task), = server._connections.items()
         await client.close()
-        await asyncio.wait_for(task, 20)  # the connection ended without waiting for the endless handler
-        await asyncio.wait_for(handler_cancelled.wait(), 20)
-        assert server.connection_count == 0
+        await asyncio.wait_for(task, 20)
+        assert finished == [1, 2, 3]
