@@ -81,3 +81,15 @@ async def test_while_loading_the_answer_is_load_in_progress(broker, monkeypatch)
     monkeypatch.setattr(await loaded(broker), "loaded", False)
     answer = await listing(broker, 2)
     assert (answer.error_code, answer.transaction_states) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [])
+
+
+async def test_a_pattern_that_backtracks_exponentially_is_matched_in_linear_time(broker):
+    """(a+)+b against a long run of a's takes a backtracking engine (Python's re) longer than the age of the universe;
+    RE2, Kafka's engine, answers at once: the test's time limit would catch a broker that hangs."""
+    await loaded(broker)
+    transactional_id = "a" * 200
+    await init(broker, transactional_id)
+    answer = await listing(broker, 2, transactional_id_pattern="(a+)+b")
+    assert (answer.error_code, listed(answer)) == (ErrorCode.NONE, [])
+    found = await listing(broker, 2, transactional_id_pattern="(a+)+")
+    assert [row[0] for row in listed(found)] == [transactional_id]
