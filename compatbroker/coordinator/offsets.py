@@ -586,9 +586,7 @@ class OffsetStore:
         await asyncio.shield(self._settle_when_durable(written.log, pending, written.last_offset))
 
     async def _settle_when_durable(self, partition_log: Log, pending: _PendingWrites, last_offset: int) -> None:
-        config = partition_log.config
-        has_flush_policy = config.flush_messages != LONG_MAX or config.flush_ms != LONG_MAX
-        if has_flush_policy and partition_log.recovery_point <= last_offset:
+        if partition_log.config.has_flush_policy and partition_log.recovery_point <= last_offset:
             try:
                 await self._broker.make_durable([partition_log])
             except OSError as exc:

@@ -28,6 +28,7 @@ Deviations: Kafka 4 no longer serves v0-1 (KIP-896) and older Kafka kept v0 comm
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..coordinator import coordinator_of
@@ -49,7 +50,7 @@ TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = OffsetCommitResponse.OffsetCommitResponsePartition
 
 
-class _Wanted(NamedTuple):
+class Wanted(NamedTuple):
     """A partition that passed the topic checks: where its answer goes, and what to store."""
 
     topic_index: int
@@ -71,7 +72,7 @@ async def handle(ctx: RequestContext, request) -> OffsetCommitResponse:
             elif not ctx.broker.has_partition(name, partition.partition_index):
                 answers[t][p] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                wanted.append(_Wanted(t, p, partition, name, topic_id))
+                wanted.append(Wanted(t, p, partition, name, topic_id))
     if wanted:
         for item, error in zip(wanted, await _commit(ctx, request, wanted), strict=True):
             answers[item.topic_index][item.partition_index] = error
@@ -93,7 +94,7 @@ def _resolve_topic(broker, topic, version: int) -> tuple[str | None, uuid.UUID, 
     return info.name, info.topic_id, None
 
 
-async def _commit(ctx: RequestContext, request, wanted: list[_Wanted]) -> list[ErrorCode]:
+async def _commit(ctx: RequestContext, request, wanted: list[Wanted]) -> list[ErrorCode]:
     """Check the group, then store what passes; returns the answer of each of `wanted`."""
     version = ctx.api_version
     coordinator = coordinator_of(ctx.broker)
@@ -106,22 +107,35 @@ async def _commit(ctx: RequestContext, request, wanted: list[_Wanted]) -> list[E
     now_ms = ctx.broker.now_ms()
     expire_ms = _java_long(now_ms + request.retention_time_ms) \
         if 2 <= version <= 4 and request.retention_time_ms != NO_RETENTION else NO_TIMESTAMP
-    answers, committed, stored = [], [], []
-    for position, item in enumerate(wanted):
+
+    def committed(item: Wanted, metadata: str) -> CommittedOffset:
         partition = item.partition
-        metadata = partition.committed_metadata or ""
+        return CommittedOffset(
+            item.name, partition.partition_index, partition.committed_offset,
+            leader_epoch=partition.committed_leader_epoch if version >= 6 else -1, metadata=metadata,
+            commit_timestamp_ms=partition.commit_timestamp if version == 1 else NO_TIMESTAMP,
+            expire_timestamp_ms=expire_ms, topic_id=item.topic_id)
+
+    return await store_offsets(store, wanted, committed,
+                               lambda offsets: store.commit(request.group_id, offsets))
+
+
+async def store_offsets(store, wanted: list[Wanted], committed: Callable[[Wanted, str], CommittedOffset],
+                        write: Callable[[list[CommittedOffset]], Awaitable[None]]) -> list[ErrorCode]:
+    """The answer of each of `wanted`: OFFSET_METADATA_TOO_LARGE where its metadata (null stored as "") is over
+    `offset.metadata.max.bytes`; for the others, stored with one `write` of their `committed(item, metadata)`,
+    NONE or the write's error (OffsetCommit and TxnOffsetCommit alike)."""
+    answers, offsets, stored = [], [], []
+    for position, item in enumerate(wanted):
+        metadata = item.partition.committed_metadata or ""
         if java_length(metadata) > store.config.metadata_max_bytes:
             answers.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
             continue
         answers.append(ErrorCode.NONE)
         stored.append(position)
-        committed.append(CommittedOffset(
-            item.name, partition.partition_index, partition.committed_offset,
-            leader_epoch=partition.committed_leader_epoch if version >= 6 else -1, metadata=metadata,
-            commit_timestamp_ms=partition.commit_timestamp if version == 1 else NO_TIMESTAMP,
-            expire_timestamp_ms=expire_ms, topic_id=item.topic_id))
+        offsets.append(committed(item, metadata))
     try:
-        await store.commit(request.group_id, committed)
+        await write(offsets)
     except OffsetWriteError as exc:
         for position in stored:
             answers[position] = exc.error_code

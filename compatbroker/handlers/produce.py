@@ -53,8 +53,7 @@ Behaviour, as Kafka's:
   appends after it, never before; a partition with no such wait pending appends at once.
 
 Deviations: `timeout_ms` is not used (there are no replicas to wait for). A retried batch on a CreateTime topic
-answers `log_append_time_ms` -1, where Kafka answers the batch's largest timestamp. The two
-`add.partitions.to.txn.retry.backoff` settings are fixed at Kafka's defaults.
+answers `log_append_time_ms` -1, where Kafka answers the batch's largest timestamp.
 """
 from __future__ import annotations
 

@@ -28,15 +28,14 @@ Deviation: partitions are answered in the request's order.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..coordinator import coordinator_of
-from ..coordinator.offsets import CommittedOffset, OffsetWriteError
+from ..coordinator.offsets import CommittedOffset
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import TxnOffsetCommitResponse
-from ..protocol.wire import ZERO_UUID
 from ..topic_names import GROUP_METADATA_TOPIC
-from .offset_commit import java_length
+from .offset_commit import Wanted, store_offsets
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -56,15 +55,6 @@ TopicResponse = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 PartitionResponse = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 
 
-class _Wanted(NamedTuple):
-    """A partition that passed the topic checks: where its answer goes, and what to store."""
-
-    topic_index: int
-    partition_index: int
-    partition: object  # the request's partition
-    name: str
-
-
 async def handle(ctx: RequestContext, request) -> TxnOffsetCommitResponse:
     version = ctx.api_version
     answers = [[ErrorCode.NONE] * len(topic.partitions) for topic in request.topics]
@@ -72,7 +62,7 @@ async def handle(ctx: RequestContext, request) -> TxnOffsetCommitResponse:
     for t, topic in enumerate(request.topics):
         for p, partition in enumerate(topic.partitions):
             if ctx.broker.has_partition(topic.name, partition.partition_index):
-                wanted.append(_Wanted(t, p, partition, topic.name))
+                wanted.append(Wanted(t, p, partition, topic.name, ctx.broker.topic(topic.name).topic_id))
             else:
                 answers[t][p] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if wanted:
@@ -87,7 +77,7 @@ async def handle(ctx: RequestContext, request) -> TxnOffsetCommitResponse:
         for t, topic in enumerate(request.topics)])
 
 
-async def _commit(ctx: RequestContext, request, wanted: list[_Wanted]) -> list[ErrorCode]:
+async def _commit(ctx: RequestContext, request, wanted: list[Wanted]) -> list[ErrorCode]:
     """Check the group id, the producer and the group, then store what passes; the answer of each of `wanted`."""
     if not request.group_id:
         return [ErrorCode.INVALID_GROUP_ID] * len(wanted)
@@ -100,26 +90,16 @@ async def _commit(ctx: RequestContext, request, wanted: list[_Wanted]) -> list[E
             api_version=ctx.api_version, transactional=True))
     if error != ErrorCode.NONE:
         return [error] * len(wanted)
-    answers, committed, stored = [], [], []
-    for position, item in enumerate(wanted):
+
+    def committed(item: Wanted, metadata: str) -> CommittedOffset:
         partition = item.partition
-        metadata = partition.committed_metadata or ""
-        if java_length(metadata) > store.config.metadata_max_bytes:
-            answers.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-            continue
-        answers.append(ErrorCode.NONE)
-        stored.append(position)
-        info = ctx.broker.topic(item.name)
-        committed.append(CommittedOffset(
+        return CommittedOffset(
             item.name, partition.partition_index, partition.committed_offset,
             leader_epoch=partition.committed_leader_epoch if ctx.api_version >= FIRST_LEADER_EPOCH_VERSION else -1,
-            metadata=metadata, topic_id=info.topic_id if info is not None else ZERO_UUID))
-    try:
-        await store.commit_transactional(request.group_id, request.producer_id, request.producer_epoch, committed)
-    except OffsetWriteError as exc:
-        for position in stored:
-            answers[position] = exc.error_code
-    return answers
+            metadata=metadata, topic_id=item.topic_id)
+
+    return await store_offsets(store, wanted, committed, lambda offsets: store.commit_transactional(
+        request.group_id, request.producer_id, request.producer_epoch, offsets))
 
 
 async def _verify(ctx: RequestContext, request, offsets_partition: int) -> ErrorCode:

@@ -274,14 +274,12 @@ class Log:
         return AppendResult(base_offset, last_offset, append_time, self.log_start_offset, flush_needed)
 
     def _index_aborts(self, completed: Iterable[CompletedTxn]) -> None:
-        """Record the aborts among `completed` in the `.txnindex` of the segment holding each marker, unless the
-        entry is there already (a replay after a crash that kept it)."""
+        """Record the aborts among `completed` in the `.txnindex` of the segment holding each marker (one a replay
+        finds there already is skipped by the segment)."""
         for txn in completed:
             if txn.is_aborted:
                 segment = self._segments[max(bisect.bisect_right(self._bases, txn.last_offset) - 1, 0)]
-                entries = segment.aborted_transactions()
-                if not entries or entries[-1].last_offset < txn.last_offset:
-                    segment.append_aborted_transaction(txn.aborted_txn())
+                segment.append_aborted_transaction(txn.aborted_txn())
 
     def _check_producers(self, batches: list[ProducerBatch], origin: str, verify) -> BatchMetadata | None:
         """The producer state's verdict on an append (see `ProducerStateManager.check_append`). A deferred CRC

@@ -164,6 +164,12 @@ class LogConfig:
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
 
+    @property
+    def has_flush_policy(self) -> bool:
+        """Whether flush.messages or flush.ms asks for fsyncs (Kafka's defaults leave durability to the page cache
+        and recovery): the coordinators then fsync their writes before acknowledging them."""
+        return self.flush_messages != LONG_MAX or self.flush_ms != LONG_MAX
+
     @classmethod
     def from_properties(cls, broker_properties: Mapping[str, Any] | None = None,
                         topic_overrides: Mapping[str, Any] | None = None) -> LogConfig:

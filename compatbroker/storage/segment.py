@@ -506,10 +506,11 @@ class LogSegment:
         return self._aborted
 
     def append_aborted_transaction(self, txn: AbortedTxn) -> None:
-        """Record an abort whose marker this segment holds (the file is created by the first)."""
+        """Record an abort whose marker this segment holds (the file is created by the first). An abort at or
+        before the last one recorded is there already (a replay after a crash that kept the index) and is skipped."""
         entries = self.aborted_transactions()
         if entries and entries[-1].last_offset >= txn.last_offset:
-            raise ValueError(f"aborted transaction {txn} does not follow {entries[-1]} in {self._txn_index_path}")
+            return
         if append_transaction_index(self._txn_index_path, txn):
             self._txn_index_created = True
         self._aborted = [*entries, txn]  # a new list: a reader of the old one sees it unchanged
@@ -520,8 +521,9 @@ class LogSegment:
         """Kafka's search of this segment's index (see `transaction_index.collect_aborted_txns`)."""
         return collect_aborted_txns(self.aborted_transactions(), fetch_offset, upper_bound_offset)
 
-    def _truncate_aborted(self, offset: int) -> None:
-        """Drop the entries of aborts whose marker is at or after `offset` (Kafka's TransactionIndex.truncateTo)."""
+    def truncate_aborted_from(self, offset: int) -> None:
+        """Drop the entries of aborts whose marker is at or after `offset` (Kafka's TransactionIndex.truncateTo):
+        truncation, and recovery of a segment whose tail was cut off."""
         entries = self.aborted_transactions()
         kept = [entry for entry in entries if entry.last_offset < offset]
         if len(kept) != len(entries):
@@ -552,7 +554,7 @@ class LogSegment:
         os.ftruncate(self._file.fd, batch.position)  # the active segment's (truncation makes it active first)
         self.size = batch.position
         self.next_offset = batch.base_offset if batch.position else self.base_offset
-        self._truncate_aborted(self.next_offset)
+        self.truncate_aborted_from(self.next_offset)
         entry = self.time_index.last_entry
         self.max_timestamp_so_far, self.offset_of_max_timestamp = entry.timestamp, entry.offset
         self._bytes_since_last_index_entry = 0
@@ -580,10 +582,6 @@ class LogSegment:
         file = self.file
         os.ftruncate(file.fd, position)
         self.size = position
-
-    def truncate_aborted_from(self, offset: int) -> None:
-        """Recovery: forget the aborts whose marker was cut off (at or after `offset`)."""
-        self._truncate_aborted(offset)
 
     # --- life cycle -----------------------------------------------------------------------------------------------
 

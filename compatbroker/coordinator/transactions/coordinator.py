@@ -58,7 +58,6 @@ from ...producer_ids import (TRANSACTIONAL_IDS_FILE, ProducerIdBlockUnavailable,
 from ...protocol.error_codes import ErrorCode
 from ...protocol.records.batch import build_batch
 from ...storage import StorageError
-from ...storage.log_config import LONG_MAX
 from ...storage.validator import COORDINATOR
 from ...topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from ..offsets import COORDINATOR_APPEND_ERRORS, partition_for_group
@@ -623,8 +622,7 @@ class TransactionCoordinator:
 
     async def _make_durable(self, written: list[tuple[Log, int]]) -> None:
         due = [partition_log for partition_log, last_offset in written
-               if (partition_log.config.flush_messages != LONG_MAX or partition_log.config.flush_ms != LONG_MAX)
-               and partition_log.recovery_point <= last_offset]
+               if partition_log.config.has_flush_policy and partition_log.recovery_point <= last_offset]
         if not due:
             return
         try:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from ...protocol.error_codes import ErrorCode
 from ...protocol.records.control import ControlRecordType, build_control_batch
 from ...storage import StorageError
-from ...storage.log_config import LONG_MAX
 from ...storage.validator import COORDINATOR
 from ...topic_names import GROUP_METADATA_TOPIC
 
@@ -75,8 +74,7 @@ def _append(broker: Broker, topic: str, partition: int, marker: ControlRecordTyp
 
 async def _make_durable(broker: Broker, appended: dict[Partition, Log], results: dict[Partition, ErrorCode]) -> None:
     """fsync the partitions that have a flush policy (one executor job for all of them)."""
-    due = {key: partition_log for key, partition_log in appended.items()
-           if partition_log.config.flush_messages != LONG_MAX or partition_log.config.flush_ms != LONG_MAX}
+    due = {key: partition_log for key, partition_log in appended.items() if partition_log.config.has_flush_policy}
     if not due:
         return
     try:
