@@ -2,15 +2,16 @@
 the producer state of idempotent and transactional producers with its snapshot files, and the transaction view of
 a partition (open transactions, the last stable offset, the `.txnindex` of aborted transactions).
 
-Entry points: `LogManager` (a data directory), `Log` (one partition), `LogConfig` (topic-level settings),
+Entry points: `LogManager` (a node's log directories, several for JBOD), `Log` (one partition's replica, leader or
+follower: `append_as_follower`, `update_high_watermark`), `LogConfig` (topic-level settings),
 `ProducerStateManager` (a partition's producers, as `Log.producer_state`), and the `StorageError` subclasses, which
 carry Kafka error codes.
 """
 from .errors import (CorruptMessageError, CorruptSnapshotError, InvalidProducerEpochError, InvalidRecordError,
                      InvalidTimestampError, InvalidTxnStateError, LogDirError, MessageTooLargeError,
                      OffsetOutOfRangeError, OutOfOrderSequenceError, PolicyViolationError, RecordListTooLargeError,
-                     StorageError, TransactionCoordinatorFencedError, UnknownProducerIdError,
-                     UnsupportedCompressionTypeError)
+                     StorageError, TransactionCoordinatorFencedError, UnexpectedAppendOffsetError,
+                     UnknownProducerIdError, UnsupportedCompressionTypeError)
 from .log import AppendResult, Log, ReadResult
 from .log_config import ConfigError, LogConfig, StorageConfig
 from .log_manager import LogManager
@@ -21,5 +22,6 @@ __all__ = [
     "InvalidRecordError", "InvalidTimestampError", "InvalidTxnStateError", "Log", "LogConfig", "LogDirError",
     "LogManager", "MessageTooLargeError", "OffsetOutOfRangeError", "OutOfOrderSequenceError", "PolicyViolationError",
     "ProducerStateEntry", "ProducerStateManager", "ReadResult", "RecordListTooLargeError", "StorageConfig",
-    "StorageError", "TransactionCoordinatorFencedError", "UnknownProducerIdError", "UnsupportedCompressionTypeError",
+    "StorageError", "TransactionCoordinatorFencedError", "UnexpectedAppendOffsetError", "UnknownProducerIdError",
+    "UnsupportedCompressionTypeError",
 ]

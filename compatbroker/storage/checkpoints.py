@@ -7,8 +7,8 @@ A checkpoint file is
     <entry>            one per line, fields separated by single spaces
 
 Data-dir level files (`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
-`cleaner-offset-checkpoint`) hold `<topic> <partition> <offset>` entries at version 0; a partition's
-`leader-epoch-checkpoint` holds `<leader epoch> <start offset>` entries at version 0.
+`cleaner-offset-checkpoint`, `replication-offset-checkpoint`) hold `<topic> <partition> <offset>` entries at
+version 0; a partition's `leader-epoch-checkpoint` holds `<leader epoch> <start offset>` entries at version 0.
 
 Every write goes to a temp file of its own (`<name>.<unique>.tmp`), is fsynced, renamed over the old file, and the
 directory is fsynced, so a crash leaves either the old file or the new one, never a mix (and a stray `.tmp`, which
@@ -33,6 +33,7 @@ T = TypeVar("T")
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"  # high watermarks
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"

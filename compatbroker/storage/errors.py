@@ -11,6 +11,12 @@ class OffsetOutOfRangeError(StorageError):
     error_code = 1
 
 
+class UnexpectedAppendOffsetError(StorageError):
+    """A follower append whose batches do not continue the log: the first starts below the log end offset, or
+    offsets go backwards (Kafka's UnexpectedAppendOffsetException and OffsetsOutOfOrderException, internal to the
+    broker: the replica fetcher truncates and fetches again)."""
+
+
 class CorruptMessageError(StorageError):
     error_code = 2
 

@@ -41,6 +41,12 @@ class LeaderEpochCache:
             self._entries = kept
             self._file.write(kept)
 
+    def clear(self) -> None:
+        """Forget every epoch (the log was emptied to continue at a new offset)."""
+        if self._entries:
+            self._entries = []
+            self._file.write([])
+
     def truncate_from_start(self, start_offset: int) -> None:
         """The log now starts at `start_offset`: drop epochs wholly before it and move the one holding it."""
         later = [entry for entry in self._entries if entry[1] > start_offset]

@@ -1,7 +1,14 @@
 """The log of one partition: an ordered list of segments, of which the last is active.
 
 Offsets: the log start offset (first offset a reader may ask for), the log end offset (next offset to assign), the
-high watermark (on a single broker, the log end offset) and the recovery point (everything below it was fsynced).
+high watermark and the recovery point (everything below it was fsynced). The high watermark follows the log end
+offset until replication first sets it (`update_high_watermark`: the in-sync replicas' minimum log end offset on a
+leader, the leader's one on a follower); from then on it is state of its own, clamped to [log start, log end],
+pulled down by truncation, and checkpointed by the LogManager in `replication-offset-checkpoint`. `read` reports
+it but does not stop at it: a consumer's Fetch passes it as `max_offset`, a follower's reads to the log end.
+
+Replicas (`append_as_follower`) append the leader's batches byte for byte: offsets, leader epochs and producer ids
+as the leader wrote them, with the same producer state, `.txnindex` and leader epoch cache as a result.
 
 Concurrency: the broker calls everything from its event loop. The segment list is copy-on-write: roll, retention,
 truncation and compaction build a new tuple and swap it in, so a `read` works on the list it started with, and a
@@ -58,7 +65,7 @@ from .segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, 
                       AppendBatch, LogSegment, segment_name, segment_path)
 from .time_index import TimestampOffset
 from .transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
-from .validator import CLIENT, CheckedBatch, validate_records, verify_crcs
+from .validator import CLIENT, CheckedBatch, validate_follower_records, validate_records, verify_crcs
 
 _STAMP_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch: the bytes before magic
 
@@ -134,6 +141,8 @@ class Log:
                  log_start_offset: int, recovery_point: int, now_ms: int, *, crc_executor: Executor | None = None,
                  names: set[str] | None = None):
         """`names`: the files of `directory` when the caller has just listed it (saves listing it again)."""
+        # None: the high watermark follows the log end offset (a single replica). Replication sets it.
+        self._high_watermark: int | None = None
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -155,9 +164,10 @@ class Log:
     @classmethod
     def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *, log_start_offset: int = 0,
              recovery_point: int = 0, clean_shutdown: bool = False, now_ms: int = 0,
-             crc_executor: Executor | None = None) -> Log:
+             crc_executor: Executor | None = None, high_watermark: int | None = None) -> Log:
         """Load (or create) the log in `directory`, recovering what an unclean shutdown may have torn.
-        `crc_executor` (one worker is enough) lets large appends check their CRC beside the write."""
+        `crc_executor` (one worker is enough) lets large appends check their CRC beside the write.
+        `high_watermark`: the checkpointed one of a replicated partition (None: it follows the log end offset)."""
         try:
             names = _finish_interrupted_operations(directory)
         except FileNotFoundError:
@@ -176,6 +186,8 @@ class Log:
             log.flush()  # what recovery kept is now durable: it will not be scanned again
         log.epochs.truncate_from_end(log_end_offset)
         log._rebuild_producer_state(clean_shutdown=clean_shutdown)
+        if high_watermark is not None:
+            log.update_high_watermark(high_watermark)
         return log
 
     # --- offsets --------------------------------------------------------------------------------------------------
@@ -194,14 +206,31 @@ class Log:
 
     @property
     def high_watermark(self) -> int:
-        return self.log_end_offset
+        """The offset below which every in-sync replica has the records: the log end offset until
+        `update_high_watermark` is first called (a partition with one replica)."""
+        high_watermark = self._high_watermark
+        return self._segments[-1].next_offset if high_watermark is None else high_watermark
+
+    @property
+    def high_watermark_set(self) -> bool:
+        """Whether the high watermark is state of its own (replication set it) rather than the log end offset."""
+        return self._high_watermark is not None
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to [log start offset, log end offset], as Kafka's
+        updateHighWatermark does; returns the value set."""
+        offset = min(max(offset, self.log_start_offset), self.log_end_offset)
+        self._high_watermark = offset
+        return offset
 
     @property
     def last_stable_offset(self) -> int:
         """First offset of the earliest open transaction (at least the log start offset, as Kafka's
         updateFirstUnstableOffset has it), else the high watermark."""
+        return self._last_stable_offset(self.high_watermark)
+
+    def _last_stable_offset(self, high_watermark: int) -> int:
         first_unstable = self.producer_state.first_unstable_offset
-        high_watermark = self.high_watermark
         if first_unstable is None:
             return high_watermark
         return min(max(first_unstable, self.log_start_offset), high_watermark)
@@ -273,6 +302,53 @@ class Log:
         flush_needed = self.log_end_offset - self.recovery_point >= self.config.flush_messages
         return AppendResult(base_offset, last_offset, append_time, self.log_start_offset, flush_needed)
 
+    def append_as_follower(self, records, *, now_ms: int) -> AppendResult:
+        """Append batches copied from the leader, byte for byte (Kafka's appendAsFollower): offsets, partition
+        leader epochs, producer ids and timestamps are kept as they are, nothing is re-stamped. Checked: each
+        batch whole with its CRC, offsets at or after the log end offset and increasing (StorageError subclasses
+        otherwise; nothing is written then). The leader epoch cache learns the batches' epochs, producer state and
+        the `.txnindex` follow as on the leader, segments roll by the same rules (before any batch that does not
+        fit, so a replica's segments match the leader's), and `flush_needed` honours flush.messages."""
+        checked = validate_follower_records(records, self.log_end_offset)
+        if not checked:
+            return AppendResult(-1, -1, -1, self.log_start_offset)
+        pending: list[CheckedBatch] = []
+        pending_bytes = 0
+        for batch in checked:
+            header = batch.header
+            if pending and (self.active_segment.size == 0 or self._should_roll(
+                    pending_bytes + header.size, header.last_offset, header.max_timestamp, now_ms)):
+                self._write_copied(pending)  # the roll rules are then judged on what is written
+                pending, pending_bytes = [], 0
+            if self._should_roll(header.size, header.last_offset, header.max_timestamp, now_ms):
+                self.roll(now_ms, base_offset=header.base_offset)
+            pending.append(batch)
+            pending_bytes += header.size
+        self._write_copied(pending)
+        flush_needed = self.log_end_offset - self.recovery_point >= self.config.flush_messages
+        return AppendResult(checked[0].header.base_offset, checked[-1].header.last_offset, -1,
+                            self.log_start_offset, flush_needed)
+
+    def _write_copied(self, batches: list[CheckedBatch]) -> None:
+        """Write a follower's batches into the active segment, then apply them to the epoch cache and the
+        producer state (before any roll after them: the roll's producer snapshot must cover them)."""
+        self.active_segment.append([batch.view for batch in batches],
+                                   [AppendBatch(b.header.size, b.header.last_offset, b.header.max_timestamp)
+                                    for b in batches])
+        produced = []
+        for batch in batches:
+            header = batch.header
+            self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+            if header.producer_id >= 0:
+                found = producer_batch(header, header.base_offset, header.max_timestamp,
+                                       batch.view if header.is_control else None)
+                if found is not None:
+                    produced.append(found)
+        if produced:
+            completed = self.producer_state.update(produced)
+            if completed:
+                self._index_aborts(completed)
+
     def _index_aborts(self, completed: Iterable[CompletedTxn]) -> None:
         """Record the aborts among `completed` in the `.txnindex` of the segment holding each marker (one a replay
         finds there already is skipped by the segment)."""
@@ -310,8 +386,9 @@ class Log:
         too_old = active.size > 0 and waited > self.config.segment_ms - self.config.segment_jitter_ms
         return too_old or not active.can_hold(append_bytes, last_offset, self.config.segment_bytes)
 
-    def roll(self, now_ms: int) -> LogSegment:
-        """Seal the active segment and start a new one at the log end offset (a no-op on an empty active one).
+    def roll(self, now_ms: int, *, base_offset: int | None = None) -> LogSegment:
+        """Seal the active segment and start a new one at the log end offset (a no-op on an empty active one), or
+        at `base_offset` when a follower's next batch starts past it (a gap in a compacted leader's log).
 
         The sealed segment awaits its fsync: `flush_due` turns true and `maybe_flush` syncs it, as Kafka's
         scheduler does after a roll."""
@@ -319,7 +396,7 @@ class Log:
         if active.size == 0:
             return active
         active.on_become_inactive()
-        new = _new_segment(self.directory, self.log_end_offset, self.config, now_ms)
+        new = _new_segment(self.directory, max(self.log_end_offset, base_offset or 0), self.config, now_ms)
         self._set_segments(self._segments + (new,))
         with self._offsets_lock:
             self._flush.rolled_up_to = new.base_offset
@@ -392,7 +469,8 @@ class Log:
         if offset < log_start_offset or offset > log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{log_start_offset}, {log_end_offset}] of {self.topic}-{self.partition}")
-        last_stable_offset = self.last_stable_offset
+        high_watermark = self.high_watermark
+        last_stable_offset = self._last_stable_offset(high_watermark)
         fetch_offset = offset
         regions: list[FileRegion] = []
         first_read = None  # (segment, end position) of the first region
@@ -422,7 +500,7 @@ class Log:
         if aborted:
             found = [] if first_read is None else self.collect_aborted_transactions(
                 fetch_offset, first_read[0].offset_at_position(first_read[1]))
-        return ReadResult(regions, log_end_offset, log_start_offset, log_end_offset, last_stable_offset, found)
+        return ReadResult(regions, high_watermark, log_start_offset, log_end_offset, last_stable_offset, found)
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start_offset, upper_bound_offset): Kafka's walk over the
@@ -489,18 +567,23 @@ class Log:
         keep[-1].truncate_to(offset)
         self._after_truncation()
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        if self._high_watermark is not None:
+            self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.epochs.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int, *, now_ms: int) -> None:
-        """Drop every segment and continue with an empty log at `offset`."""
+        """Drop every segment and continue with an empty log at `offset` (a follower behind the leader's log
+        start offset): no epochs, no producer state, the high watermark (if set) at `offset`."""
         for segment in self._segments:
             segment.delete_files()
         new = _new_segment(self.directory, offset, self.config, now_ms)
         self._set_segments((new,))
         self.log_start_offset = offset
+        if self._high_watermark is not None:
+            self._high_watermark = offset
         self._after_truncation(recovery_point=offset)
-        self.epochs.truncate_from_end(offset)
+        self.epochs.clear()  # as Kafka: the epochs of the records gone say nothing about the offsets to come
         self.producer_state.clear()
         self.producer_state.delete_all_snapshots()
 
@@ -535,6 +618,8 @@ class Log:
         producer until `producer.id.expiration.ms`, even when its batches are gone: see `expire_producers`)."""
         if offset > self.log_start_offset:
             self.log_start_offset = offset
+            if self._high_watermark is not None and self._high_watermark < offset:
+                self._high_watermark = offset  # a follower told the leader's start: nothing below it is readable
             self.epochs.truncate_from_start(offset)
             self.producer_state.delete_snapshots_below(offset)
 

@@ -1,15 +1,29 @@
-"""Every partition log under one data directory, and the files that describe them.
+"""Every partition log of a node, under its log directories (`log.dirs`), and the files that describe them.
 
-Layout (Kafka's):
+Layout (Kafka's), in each log directory:
 
-    <data dir>/meta.properties                    cluster.id, node.id, directory.id, version=1 (KRaft)
-    <data dir>/recovery-point-offset-checkpoint   per partition: offsets below are fsynced
-    <data dir>/log-start-offset-checkpoint        per partition: the log start offset
-    <data dir>/cleaner-offset-checkpoint          per partition: the first offset the cleaner has not compacted
-    <data dir>/.kafka_cleanshutdown               present only between a clean shutdown and the next start
-    <data dir>/<topic>-<partition>/               segments, leader-epoch-checkpoint, partition.metadata (topic id)
+    <log dir>/meta.properties                    cluster.id, node.id, directory.id, version=1 (KRaft)
+    <log dir>/recovery-point-offset-checkpoint   per partition: offsets below are fsynced
+    <log dir>/log-start-offset-checkpoint        per partition: the log start offset
+    <log dir>/cleaner-offset-checkpoint          per partition: the first offset the cleaner has not compacted
+    <log dir>/replication-offset-checkpoint      per partition: the high watermark (replicated partitions only;
+                                                 the file is written once one has a high watermark of its own)
+    <log dir>/.kafka_cleanshutdown               present only between a clean shutdown and the next start
+    <log dir>/<topic>-<partition>/               segments, leader-epoch-checkpoint, partition.metadata (topic id)
 
-Per-topic configuration overrides live in one data-dir level file, `compatbroker-topic-configs.json`
+JBOD (several log directories): every directory has the same cluster id and node id in its `meta.properties`, and
+its own `directory.id` and checkpoint files, which describe the partitions it holds. A partition lives in exactly
+one directory (found in two: LogDirError at start-up); a new one goes to the directory holding the fewest
+partitions, the first listed on a tie (Kafka's rule). `move_log` (AlterReplicaLogDirs) moves one: Kafka copies
+into `<topic>-<partition>.<uuid hex>-future` in the destination and swaps; here the copy is synchronous, of the
+closed log's files (so the offsets, epochs, producer snapshots and high watermark come along), then the source
+directory is renamed `-delete` and the future one takes the partition's name. A `-future` directory found at
+start-up is a move a crash interrupted: it is removed if the partition is still live elsewhere (the copy may be
+incomplete), and takes the partition's name if not (the source was already renamed `-delete`, which happens only
+after the copy was fsynced).
+
+The first directory (`data_dir`) also holds the node-level files. Per-topic configuration overrides live there in
+one file, `compatbroker-topic-configs.json`
 (`{"<topic>": {"<config name>": "<value>", ...}}`), written atomically. Kafka keeps overrides in its metadata log,
 which we do not have; a file beside the partition directories is ignored by Kafka's own tools.
 
@@ -20,6 +34,7 @@ end of the call, before it returns.
 
 Deleting a partition renames its directory to `<topic>-<partition>.<uuid hex>-delete` (Kafka's name) before
 removing it, so a crash halfway leaves nothing that loads as a partition; leftovers are removed at start-up.
+The checkpoints are written per directory (`write_checkpoints` with the manager's `log_dirs`).
 
 The manager runs the periodic work when the broker asks: `flush_due` (flush.ms, and the fsync of rolled segments:
 call it every second or so even when flush.ms is Kafka's "never", and in an executor, since it fsyncs),
@@ -35,11 +50,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import uuid
+from collections.abc import Sequence
+from typing import NamedTuple
 from concurrent.futures import ThreadPoolExecutor
 
 from .checkpoints import (CLEAN_SHUTDOWN_MARKER, CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
-                          META_PROPERTIES, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, CheckpointError,
+                          META_PROPERTIES, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
+                          REPLICATION_OFFSET_CHECKPOINT, CheckpointError,
                           WriteTicket, fsync_path, read_offsets, read_partition_metadata,
                           read_properties, remove_temp_files, uuid_to_string, write_atomically, write_offsets,
                           write_partition_metadata, write_properties)
@@ -51,6 +70,7 @@ from .retention import apply_retention
 
 TOPIC_CONFIGS_FILE = "compatbroker-topic-configs.json"
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 
 TopicPartition = tuple[str, int]
 
@@ -67,36 +87,65 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return topic, int(number)
 
 
-def _write_log_start_offsets(data_dir: str, logs: dict[TopicPartition, Log]) -> None:
-    path = os.path.join(data_dir, LOG_START_OFFSET_CHECKPOINT)
-    write_offsets(path, lambda: {tp: log.log_start_offset for tp, log in _open_logs(logs) if log.log_start_offset > 0},
-                  ticket=WriteTicket(path))
+def _write_log_start_offsets(log_dir: str, logs: dict[TopicPartition, Log]) -> None:
+    path = os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
+    in_dir = {tp: log for tp, log in logs.items() if os.path.dirname(log.directory) == log_dir}
+    write_offsets(path, lambda: {tp: log.log_start_offset for tp, log in _open_logs(in_dir)
+                                 if log.log_start_offset > 0}, ticket=WriteTicket(path))
 
 
 def _open_logs(logs: dict[TopicPartition, Log]) -> list[tuple[TopicPartition, Log]]:
     return [(tp, log) for tp, log in logs.items() if not log.closed]  # a closed log was deleted meanwhile
 
 
-def write_checkpoints(data_dir: str, logs: dict[TopicPartition, Log],
+def _logs_by_dir(log_dirs: str | Sequence[str], logs: dict[TopicPartition, Log]) -> dict[str, dict]:
+    """The logs grouped by the log directory holding them; every directory of `log_dirs` appears."""
+    groups: dict[str, dict[TopicPartition, Log]] = {
+        os.path.abspath(path): {} for path in ([log_dirs] if isinstance(log_dirs, str) else log_dirs)}
+    for tp, log in logs.items():
+        groups.setdefault(os.path.dirname(log.directory), {})[tp] = log
+    return groups
+
+
+def write_checkpoints(log_dirs: str | Sequence[str], logs: dict[TopicPartition, Log],
                       first_dirty_offsets: dict[TopicPartition, int]) -> None:
-    """Write the recovery points, log start offsets and cleaner offsets of `logs`. Safe in an executor thread
-    given copies of the manager's dicts (the loop may add a partition meanwhile), and beside another call: each
-    file is written in turn, with the values read once the turn has come, and a call that started before one that
-    has already written a file leaves that file alone (its copy of the dicts is the older)."""
-    paths = [os.path.join(data_dir, name) for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
-                                                        CLEANER_OFFSET_CHECKPOINT)]
+    """Write the recovery points, log start offsets, cleaner offsets and high watermarks of `logs`, each log
+    directory's files with the partitions it holds (`log_dirs`: the manager's, or one of them; a directory holding
+    one of `logs` is written too). Safe in an executor thread given copies of the manager's dicts (the loop may
+    add a partition meanwhile), and beside another call: each file is written in turn, with the values read once
+    the turn has come, and a call that started before one that has already written a file leaves that file alone
+    (its copy of the dicts is the older)."""
+    for log_dir, dir_logs in _logs_by_dir(log_dirs, logs).items():
+        _write_dir_checkpoints(log_dir, dir_logs, first_dirty_offsets)
+
+
+def _write_dir_checkpoints(log_dir: str, logs: dict[TopicPartition, Log],
+                           first_dirty_offsets: dict[TopicPartition, int]) -> None:
+    paths = [os.path.join(log_dir, name) for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
+                                                       CLEANER_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)]
     tickets = [WriteTicket(path) for path in paths]
     write_offsets(paths[0], lambda: {tp: log.recovery_point for tp, log in _open_logs(logs)}, ticket=tickets[0])
     write_offsets(paths[1], lambda: {tp: log.log_start_offset for tp, log in _open_logs(logs)
                                      if log.log_start_offset > 0}, ticket=tickets[1])
     write_offsets(paths[2], lambda: {tp: offset for tp, offset in first_dirty_offsets.items()
                                      if tp in logs and not logs[tp].closed}, ticket=tickets[2])
+    # Only replicated partitions have a high watermark of their own: a single-replica node writes no such file.
+    if any(log.high_watermark_set for log in logs.values()) or os.path.exists(paths[3]):
+        write_offsets(paths[3], lambda: {tp: log.high_watermark for tp, log in _open_logs(logs)
+                                         if log.high_watermark_set}, ticket=tickets[3])
 
 
 class LogManager:
-    def __init__(self, data_dir: str, *, broker_properties: dict | None = None, cluster_id: str | None = None,
-                 node_id: int = 1):
-        self.data_dir = os.path.abspath(data_dir)
+    def __init__(self, data_dirs: str | Sequence[str], *, broker_properties: dict | None = None,
+                 cluster_id: str | None = None, node_id: int = 1):
+        """`data_dirs`: the node's log directories (`log.dirs`), or one directory."""
+        dirs = [data_dirs] if isinstance(data_dirs, str) else list(data_dirs)
+        if not dirs:
+            raise LogDirError("log.dirs names no directory")
+        self.log_dirs: list[str] = [os.path.abspath(path) for path in dirs]
+        if len(set(self.log_dirs)) != len(self.log_dirs):
+            raise LogDirError(f"log.dirs names a directory twice: {', '.join(self.log_dirs)}")
+        self.data_dir = self.log_dirs[0]  # also holds the node-level files
         self.broker_properties = dict(broker_properties or {})
         self.storage_config = StorageConfig.from_properties(self.broker_properties)
         self.default_config = LogConfig.from_properties(self.broker_properties)
@@ -106,53 +155,86 @@ class LogManager:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.first_dirty_offsets: dict[TopicPartition, int] = {}
-        self.clean_shutdown = False
+        self.clean_shutdown = False  # of every log directory
         # One worker: appends come one at a time from the event loop. Its thread starts on the first large append.
         self.crc_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compatbroker-crc")
 
     # --- start-up and shutdown ------------------------------------------------------------------------------------
 
     def startup(self, now_ms: int) -> None:
-        """Check `meta.properties`, then load every partition, recovering those a crash may have torn."""
-        os.makedirs(self.data_dir, exist_ok=True)
-        remove_temp_files(self.data_dir)  # of checkpoint writes a crash interrupted
-        self._ensure_meta_properties()
+        """Check each directory's `meta.properties`, then load every partition, recovering those a crash may have
+        torn, and finish (or undo) the log directory moves a crash interrupted."""
+        for log_dir in self.log_dirs:
+            os.makedirs(log_dir, exist_ok=True)
+            remove_temp_files(log_dir)  # of checkpoint writes a crash interrupted
+            self._ensure_meta_properties(log_dir)
         self.topic_overrides = self._read_topic_configs()
-        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
-        self.clean_shutdown = os.path.exists(marker)
-        recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
-        start_offsets = self._read_checkpoint(LOG_START_OFFSET_CHECKPOINT)
-        self.first_dirty_offsets = self._read_checkpoint(CLEANER_OFFSET_CHECKPOINT)
+        found = self._scan_log_dirs()
+        markers = [os.path.join(log_dir, CLEAN_SHUTDOWN_MARKER) for log_dir in self.log_dirs]
+        clean = [os.path.exists(marker) for marker in markers]
+        self.clean_shutdown = all(clean)
         configs: dict[str, LogConfig] = {}
-        with os.scandir(self.data_dir) as entries:
-            directories = sorted(entry.name for entry in entries if entry.is_dir())
-        for name in directories:
-            path = os.path.join(self.data_dir, name)
-            if name.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(path, ignore_errors=True)
-                continue
-            tp = parse_partition_dir(name)
-            if tp is None:
-                continue
-            config = configs.get(tp[0]) or configs.setdefault(tp[0], self.log_config(tp[0]))
-            self._load_partition(tp, path, config, recovery_points.get(tp, 0), start_offsets.get(tp, 0), now_ms)
-        if self.clean_shutdown:
-            os.unlink(marker)  # from now on a crash must trigger recovery
+        for log_dir, dir_clean in zip(self.log_dirs, clean):
+            checkpoints = [self._read_checkpoint(log_dir, name) for name in (
+                RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT,
+                REPLICATION_OFFSET_CHECKPOINT)]
+            recovery_points, start_offsets, dirty, high_watermarks = checkpoints
+            for tp in sorted(tp for tp, path in found.items() if os.path.dirname(path) == log_dir):
+                config = configs.get(tp[0]) or configs.setdefault(tp[0], self.log_config(tp[0]))
+                self._load_partition(tp, found[tp], config, recovery_points.get(tp, 0), start_offsets.get(tp, 0),
+                                     high_watermarks.get(tp), dir_clean, now_ms)
+                if tp in dirty:
+                    self.first_dirty_offsets[tp] = dirty[tp]
+        for marker, dir_clean in zip(markers, clean):
+            if dir_clean:
+                os.unlink(marker)  # from now on a crash must trigger recovery
         self.checkpoint()
 
+    def _scan_log_dirs(self) -> dict[TopicPartition, str]:
+        """The partition directories of every log directory; leftovers of deletions removed, of moves resolved."""
+        found: dict[TopicPartition, str] = {}
+        futures: list[tuple[TopicPartition, str]] = []
+        doomed: list[str] = []
+        for log_dir in self.log_dirs:
+            with os.scandir(log_dir) as entries:
+                names = sorted(entry.name for entry in entries if entry.is_dir())
+            for name in names:
+                path = os.path.join(log_dir, name)
+                if name.endswith(DELETE_DIR_SUFFIX):
+                    doomed.append(path)
+                elif name.endswith(FUTURE_DIR_SUFFIX):
+                    tp = parse_partition_dir(name.rsplit(".", 1)[0])
+                    if tp is not None:
+                        futures.append((tp, path))
+                elif (tp := parse_partition_dir(name)) is not None:
+                    if tp in found:
+                        raise LogDirError(f"partition {tp[0]}-{tp[1]} is in two log directories: {found[tp]} "
+                                          f"and {path}")
+                    found[tp] = path
+        for tp, path in futures:
+            if tp in found:
+                shutil.rmtree(path, ignore_errors=True)  # the move had not swapped: the source is the replica
+            else:
+                found[tp] = os.path.join(os.path.dirname(path), partition_dir_name(*tp))
+                os.rename(path, found[tp])  # the source went `-delete` after the copy was complete
+                fsync_path(os.path.dirname(path))
+        for path in doomed:
+            shutil.rmtree(path, ignore_errors=True)
+        return found
+
     def _load_partition(self, tp: TopicPartition, path: str, config: LogConfig, recovery_point: int,
-                        start_offset: int, now_ms: int) -> None:
+                        start_offset: int, high_watermark: int | None, clean_shutdown: bool, now_ms: int) -> None:
         topic_id = read_partition_metadata(os.path.join(path, PARTITION_METADATA))
         if topic_id is not None:
             known = self.topic_ids.setdefault(tp[0], topic_id)
             if known != topic_id:
                 raise LogDirError(f"{path}: topic id {topic_id} differs from {known} of the other partitions")
         self.logs[tp] = Log.open(path, tp[0], tp[1], config, log_start_offset=start_offset,
-                                 recovery_point=recovery_point, clean_shutdown=self.clean_shutdown, now_ms=now_ms,
-                                 crc_executor=self.crc_executor)
+                                 recovery_point=recovery_point, clean_shutdown=clean_shutdown, now_ms=now_ms,
+                                 crc_executor=self.crc_executor, high_watermark=high_watermark)
 
     def shutdown(self) -> None:
-        """Flush every log, write the checkpoints, close the files, and leave the clean-shutdown marker."""
+        """Flush every log, write the checkpoints, close the files, and leave the clean-shutdown markers."""
         for log in self.logs.values():
             log.flush()
         self.checkpoint()
@@ -160,7 +242,8 @@ class LogManager:
             log.close()
         self.logs = {}
         self.crc_executor.shutdown()
-        write_atomically(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), "")
+        for log_dir in self.log_dirs:
+            write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_MARKER), "")
 
     def close_unclean(self) -> None:
         """Close the files without flushing or marking a clean shutdown (tests: a simulated crash)."""
@@ -171,8 +254,10 @@ class LogManager:
 
     # --- meta.properties, topic configs, checkpoints --------------------------------------------------------------
 
-    def _ensure_meta_properties(self) -> None:
-        path = os.path.join(self.data_dir, META_PROPERTIES)
+    def _ensure_meta_properties(self, log_dir: str) -> None:
+        """Check (or write) a directory's `meta.properties`: every directory of the node has the same cluster id
+        (the first one read, or made, decides) and node id, and its own directory id."""
+        path = os.path.join(log_dir, META_PROPERTIES)
         try:
             existing = read_properties(path)
         except CheckpointError as exc:
@@ -199,15 +284,92 @@ class LogManager:
         write_atomically(os.path.join(self.data_dir, TOPIC_CONFIGS_FILE),
                          json.dumps(self.topic_overrides, indent=1, sort_keys=True))
 
-    def _read_checkpoint(self, name: str) -> dict[TopicPartition, int]:
+    @staticmethod
+    def _read_checkpoint(log_dir: str, name: str) -> dict[TopicPartition, int]:
         try:
-            return read_offsets(os.path.join(self.data_dir, name))
+            return read_offsets(os.path.join(log_dir, name))
         except CheckpointError:
             return {}  # Kafka logs and carries on: recovery from offset 0 is slower but safe
 
     def checkpoint(self) -> None:
-        """Write the recovery points, log start offsets and cleaner offsets of every partition."""
-        write_checkpoints(self.data_dir, self.logs, self.first_dirty_offsets)
+        """Write the recovery points, log start offsets, cleaner offsets and high watermarks of every partition,
+        in the files of the directory holding each."""
+        write_checkpoints(self.log_dirs, self.logs, self.first_dirty_offsets)
+
+    # --- log directories (JBOD) -----------------------------------------------------------------------------------
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        """The log directory holding the partition, None when this node has no replica of it."""
+        log = self.logs.get((topic, partition))
+        return None if log is None else os.path.dirname(log.directory)
+
+    def _next_log_dirs(self, count: int) -> list[str]:
+        """The directories for `count` new partitions, one at a time to the one holding the fewest (Kafka's
+        nextLogDirs), the first listed on a tie."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs * count
+        held = dict.fromkeys(self.log_dirs, 0)
+        for log in self.logs.values():
+            parent = os.path.dirname(log.directory)
+            if parent in held:
+                held[parent] += 1
+        chosen = []
+        for _ in range(count):
+            least = min(self.log_dirs, key=held.__getitem__)
+            held[least] += 1
+            chosen.append(least)
+        return chosen
+
+    def move_log(self, topic: str, partition: int, to_dir: str, *, now_ms: int | None = None) -> Log:
+        """Move a partition's replica to another of the log directories (AlterReplicaLogDirs) and return its new
+        Log; the old Log object is closed (callers look the log up again). Synchronous: call it where nothing
+        appends to the partition meanwhile (the event loop). On an error the replica stays where it was."""
+        target = os.path.abspath(to_dir)
+        if target not in self.log_dirs:
+            raise LogDirError(f"{to_dir} is not one of the log directories {', '.join(self.log_dirs)}")
+        log = self.logs.get((topic, partition))
+        if log is None:
+            raise LogDirError(f"no replica of {topic}-{partition} on node {self.node_id}")
+        source_dir = os.path.dirname(log.directory)
+        if source_dir == target:
+            return log
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        state = (log.log_start_offset, log.high_watermark if log.high_watermark_set else None)
+        log.flush()
+        log.close()  # seals the indexes, snapshots the producer state at the log end offset
+        unique = uuid.uuid4().hex
+        future = os.path.join(target, f"{partition_dir_name(topic, partition)}.{unique}{FUTURE_DIR_SUFFIX}")
+        path = os.path.join(target, partition_dir_name(topic, partition))
+        try:
+            _copy_partition_dir(log.directory, future)
+            # The destination's checkpoints learn the replica before the swap (the source's still hold it): a
+            # crash on either side of the swap finds the offsets beside the directory that start-up keeps.
+            self._write_checkpoints_with(target, (topic, partition), _ClosedReplica.of(log, path))
+            doomed = f"{log.directory}.{unique}{DELETE_DIR_SUFFIX}"
+            os.rename(log.directory, doomed)
+        except BaseException:
+            shutil.rmtree(future, ignore_errors=True)
+            self.logs[(topic, partition)] = self._reopen(log.directory, topic, partition, state, now_ms)
+            raise
+        fsync_path(source_dir)
+        os.rename(future, path)
+        fsync_path(target)
+        moved = self.logs[(topic, partition)] = self._reopen(path, topic, partition, state, now_ms)
+        shutil.rmtree(doomed, ignore_errors=True)
+        self.checkpoint()
+        return moved
+
+    def _write_checkpoints_with(self, log_dir: str, tp: TopicPartition, replica: _ClosedReplica) -> None:
+        """Write `log_dir`'s checkpoint files as if `replica` were already one of its partitions."""
+        logs = {key: log for key, log in self.logs.items() if os.path.dirname(log.directory) == log_dir}
+        _write_dir_checkpoints(log_dir, {**logs, tp: replica}, self.first_dirty_offsets)
+
+    def _reopen(self, path: str, topic: str, partition: int, state: tuple[int, int | None], now_ms: int) -> Log:
+        """Open a log that was closed cleanly (every offset flushed) with its start offset and high watermark."""
+        log_start_offset, high_watermark = state
+        return Log.open(path, topic, partition, self.log_config(topic), log_start_offset=log_start_offset,
+                        recovery_point=2**63 - 1, clean_shutdown=True, now_ms=now_ms,
+                        crc_executor=self.crc_executor, high_watermark=high_watermark)
 
     # --- topics and partitions ------------------------------------------------------------------------------------
 
@@ -250,19 +412,21 @@ class LogManager:
                 pass  # left as it was: the next write of the file corrects it
 
     def create_partitions(self, topic: str, partitions, *, now_ms: int) -> list[Log]:
-        """Create these partitions of `topic` (those that exist already are left alone), all or nothing: if one
-        fails, the ones created by this call are closed and their directories removed, then the error is raised.
-        The data directory is fsynced once at the end, which makes every new partition directory durable."""
+        """Create these partitions of `topic` (those that exist already are left alone), each in the log directory
+        holding the fewest partitions, all or nothing: if one fails, the ones created by this call are closed and
+        their directories removed, then the error is raised. Each log directory that got one is fsynced once at
+        the end, which makes every new partition directory durable."""
         created: list[Log] = []
         try:
-            for partition in partitions:
-                if (topic, partition) not in self.logs:
-                    created.append(self._create_log(topic, partition, now_ms))
+            missing = [partition for partition in partitions if (topic, partition) not in self.logs]
+            for partition, log_dir in zip(missing, self._next_log_dirs(len(missing))):
+                created.append(self._create_log(topic, partition, log_dir, now_ms))
             # The fsyncs come last, together: on ext4 a file created after an fsync waits for its journal commit.
             for log in created:
                 fsync_path(os.path.join(log.directory, PARTITION_METADATA))
                 fsync_path(log.directory)
-            fsync_path(self.data_dir)
+            for log_dir in dict.fromkeys(os.path.dirname(log.directory) for log in created):
+                fsync_path(log_dir)
         except BaseException:
             for log in created:
                 try:
@@ -276,11 +440,11 @@ class LogManager:
         """Create (or return) one partition's log; the topic id must be known (create_topic sets it)."""
         return self.logs.get((topic, partition)) or self.create_partitions(topic, [partition], now_ms=now_ms)[0]
 
-    def _create_log(self, topic: str, partition: int, now_ms: int) -> Log:
+    def _create_log(self, topic: str, partition: int, log_dir: str, now_ms: int) -> Log:
         """One partition's directory, `partition.metadata` and log. The directory is removed again if the log
-        cannot be opened; the caller fsyncs `partition.metadata`, the partition directory and the data directory."""
+        cannot be opened; the caller fsyncs `partition.metadata`, the partition directory and the log directory."""
         topic_id = self.topic_ids.setdefault(topic, uuid.uuid4())
-        path = os.path.join(self.data_dir, partition_dir_name(topic, partition))
+        path = os.path.join(log_dir, partition_dir_name(topic, partition))
         made = not os.path.isdir(path)
         os.makedirs(path, exist_ok=True)
         try:
@@ -338,7 +502,7 @@ class LogManager:
         at once: records a client deleted must not come back after a crash. Returns the new log start offset."""
         log = self.logs[(topic, partition)]
         start = log.delete_records(offset, now_ms=now_ms)
-        _write_log_start_offsets(self.data_dir, self.logs)
+        _write_log_start_offsets(os.path.dirname(log.directory), self.logs)
         return start
 
     def run_retention(self, now_ms: int) -> int:
@@ -375,3 +539,31 @@ class LogManager:
             if plan is not None and self.commit_clean(tp, plan, now_ms):
                 cleaned += 1
         return cleaned
+
+
+class _ClosedReplica(NamedTuple):
+    """What the checkpoint files record of a replica being moved (closed, so every offset is flushed)."""
+
+    directory: str
+    recovery_point: int
+    log_start_offset: int
+    high_watermark: int
+    high_watermark_set: bool
+    closed: bool = False
+
+    @classmethod
+    def of(cls, log: Log, directory: str) -> _ClosedReplica:
+        return cls(directory, log.log_end_offset, log.log_start_offset, log.high_watermark, log.high_watermark_set)
+
+
+def _copy_partition_dir(source: str, destination: str) -> None:
+    """Copy the files of a closed partition directory, each fsynced, then the new directory and its parent."""
+    os.makedirs(destination)
+    with os.scandir(source) as entries:
+        names = [entry.name for entry in entries if entry.is_file()]
+    for name in names:
+        target = os.path.join(destination, name)
+        shutil.copyfile(os.path.join(source, name), target)
+        fsync_path(target)
+    fsync_path(destination)
+    fsync_path(os.path.dirname(destination))

@@ -8,7 +8,8 @@ Kafka's three rules, applied in this order by `apply_retention`:
   without them;
 - log start offset (always, whatever the policy): segments wholly below it (moved by DeleteRecords) go.
 
-Only a prefix of the segment list is ever deleted, and never the active segment. Deleted segments are renamed
+Only a prefix of the segment list is ever deleted, never the active segment, and only segments wholly below the
+high watermark (Kafka's rule for replicated partitions). Deleted segments are renamed
 `.deleted` and unlinked after `file.delete.delay.ms`; the log start offset moves up to the first remaining segment,
 and the producer snapshots below it are deleted. Producer state itself outlives its batches, as in Kafka since
 KIP-360: a producer whose records retention removed keeps its sequence until `producer.id.expiration.ms`
@@ -57,12 +58,21 @@ def oversize_segment_count(log: Log) -> int:
     return count
 
 
+def below_high_watermark(log: Log, count: int) -> int:
+    """`count`, cut to the segments that lie wholly below the high watermark (Kafka deletes nothing that some
+    in-sync replica may still lack; with one replica the high watermark is the log end: no cut)."""
+    high_watermark, segments = log.high_watermark, log.segments
+    while count and segments[count].base_offset > high_watermark:
+        count -= 1
+    return count
+
+
 def apply_retention(log: Log, now_ms: int) -> int:
     """Delete what the rules allow; returns the number of segments deleted."""
     deleted = 0
     if log.config.delete:
-        deleted += log.delete_oldest_segments(expired_segment_count(log, now_ms), now_ms)
-        deleted += log.delete_oldest_segments(oversize_segment_count(log), now_ms)
+        deleted += log.delete_oldest_segments(below_high_watermark(log, expired_segment_count(log, now_ms)), now_ms)
+        deleted += log.delete_oldest_segments(below_high_watermark(log, oversize_segment_count(log)), now_ms)
     deleted += log.delete_segments_below_start(now_ms)
     log.remove_deleted_segments(now_ms)
     return deleted

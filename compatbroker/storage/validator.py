@@ -22,6 +22,9 @@ check_crc=False)` does everything else, and `verify_crcs` (which releases the GI
 while the bytes are being written; the log undoes the write if it fails. A payload that fails another check is
 validated again with its CRCs, so the error reported is the one the full sequence would report first.
 
+A follower's append (`validate_follower_records`) gets Kafka's replication checks only: each v2 batch whole, its
+CRC-32C, a sane last offset delta, offsets increasing from the log end offset on. The leader applied the rest.
+
 Deviation: the timestamp bounds are checked on each batch's base and max timestamps rather than on every record of
 a compressed batch, so a compressed batch could smuggle a record older than `message.timestamp.before.max.ms`
 (whose default, Long.MAX, accepts everything anyway).
@@ -40,7 +43,8 @@ from ..protocol.records.errors import CorruptRecordError
 from ..protocol.records.errors import InvalidRecordError as RecordRuleError
 from ..protocol.records.errors import UnsupportedCompressionError
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
-                     RecordListTooLargeError, StorageError, UnsupportedCompressionTypeError)
+                     RecordListTooLargeError, StorageError, UnexpectedAppendOffsetError,
+                     UnsupportedCompressionTypeError)
 from .log_config import LogConfig
 from .recompress import PRODUCER, needs_recompression, recompress, topic_codec
 
@@ -86,6 +90,30 @@ def verify_crcs(batches: list[CheckedBatch]) -> None:
         crc = crc32c(batch.view[ATTRIBUTES_OFFSET:], gil_release_mode=1)  # always, even for small batches
         if crc != batch.header.crc:
             raise CorruptMessageError(f"batch CRC is {batch.header.crc:#010x}, computed {crc:#010x}")
+
+
+def validate_follower_records(records, log_end_offset: int) -> list[CheckedBatch]:
+    """The batches of a follower's append, as the leader wrote them (Kafka's checks with origin REPLICATION:
+    no size or timestamp rules, the leader applied them). Offsets may leave gaps (a compacted leader) but must
+    start at or after `log_end_offset` and increase: UnexpectedAppendOffsetError otherwise."""
+    view = memoryview(records).cast("B")
+    try:
+        checked = [CheckedBatch(view[pos:pos + header.size], header, False) for pos, header in iter_batches(view)]
+    except (CorruptRecordError, RecordRuleError) as exc:
+        raise CorruptMessageError(str(exc)) from None
+    next_offset = log_end_offset
+    for batch in checked:
+        header = batch.header
+        if header.last_offset_delta < 0:
+            raise CorruptMessageError(f"batch at offset {header.base_offset} has last offset delta "
+                                      f"{header.last_offset_delta}")
+        if header.base_offset < next_offset:
+            raise UnexpectedAppendOffsetError(
+                f"batch at offset {header.base_offset} does not follow offset {next_offset - 1} "
+                f"(log end offset {log_end_offset})")
+        next_offset = header.last_offset + 1
+    verify_crcs(checked)
+    return checked
 
 
 def _validate(records, config: LogConfig, now_ms: int, origin: str, check_crc: bool) -> list[CheckedBatch]:
