@@ -1,7 +1,7 @@
 """compatbroker: a Kafka wire-protocol compatible broker in Python.
 
-`from compatbroker import EmbeddedBroker` gives a broker for test suites (see `compatbroker.embedded`); it is
-imported on first use, so that `import compatbroker` (done by the pytest plugin in every test run) stays cheap.
+`from compatbroker import EmbeddedBroker` gives a broker for test suites (see `compatbroker.toolkit.embedded`); it
+is imported on first use, so that `import compatbroker` (done by the pytest plugin in every test run) stays cheap.
 """
 
 __version__ = "0.1.0"
@@ -11,6 +11,6 @@ __all__ = ["EmbeddedBroker", "__version__"]
 
 def __getattr__(name):
     if name == "EmbeddedBroker":
-        from .embedded import EmbeddedBroker
+        from .toolkit.embedded import EmbeddedBroker
         return EmbeddedBroker
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

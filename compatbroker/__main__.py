@@ -1,8 +1,11 @@
 """The `compatbroker` command line (also `python -m compatbroker`).
 
-- `compatbroker serve ...` runs the broker;
+- `compatbroker serve ...` runs the broker (`--nodes N`: a test cluster of N brokers in this process);
 - `compatbroker control --control HOST:PORT COMMAND ...` talks to the control endpoint of a running broker (one
   started with `--control-listen`) and prints its answer as JSON.
+
+This is the top layer: it wires the testing toolkit (`compatbroker.toolkit`: version emulation, fault injection,
+the control endpoint) into the server, which never imports it. A plain `serve` loads none of the toolkit.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import sys
 
 EXIT_BAD_CONFIG = 2
 EXIT_CONTROL_FAILED = 1
+EXIT_STARTUP_FAILED = 1
 CONTROL_ENV = "COMPATBROKER_CONTROL"
 
 
@@ -28,9 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_serve(sub) -> None:
     serve = sub.add_parser("serve", help="run the broker",
                            description="Run the broker until SIGTERM or SIGINT. Settings use Kafka's names.")
-    serve.add_argument("--listen", metavar="HOST:PORT",
+    serve.add_argument("--listen", metavar="HOST:PORT", action="append", default=[],
                        help="where to accept clients (listeners; default localhost:9092 on IPv4 and IPv6; "
-                            "port 0 picks a free port)")
+                            "port 0 picks a free port). With --nodes N: once for every node (ports counting up "
+                            "from it; port 0: a free one each) or N times, one per node")
     serve.add_argument("--advertised-listener", metavar="HOST:PORT",
                        help="the address clients are told to use (advertised.listeners; default: the listener)")
     serve.add_argument("--data-dir", metavar="DIR",
@@ -47,6 +52,11 @@ def _add_serve(sub) -> None:
                             "its URL is printed as a second stdout line, 'compatbroker control on URL'")
     serve.add_argument("--emulate", metavar="RELEASE",
                        help="advertise and serve the API versions of this Apache Kafka release (e.g. 3.9)")
+    serve.add_argument("--nodes", metavar="N", type=_positive, default=1,
+                       help="run a test cluster of N brokers in this process, node ids 0..N-1, each with its own "
+                            "listener and its logs in DATA_DIR/node-ID/ (default 1: a single broker)")
+    serve.add_argument("--racks", metavar="RACK,RACK,...", type=_racks,
+                       help="each node's broker.rack, one per node (an empty one: no rack)")
 
 
 def _add_control(sub) -> None:
@@ -82,6 +92,25 @@ def _add_control(sub) -> None:
     commands.add_parser("status", help="up or down, bootstrap servers, cluster id")
     commands.add_parser("topics", help="list the topics")
 
+    commands.add_parser("nodes", help="the cluster's nodes: address, rack, up, alive, isolated, leaders")
+    for name, text in (("stop-node", "stop a node: its leaders fail over, its listener closes"),
+                       ("start-node", "start a stopped node again on the same port")):
+        commands.add_parser(name, help=text).add_argument("node_id", type=int)
+    isolate = commands.add_parser("isolate-node", help="cut a node off from replication (it falls out of the ISRs)")
+    isolate.add_argument("node_id", type=int)
+    isolate.add_argument("--undo", action="store_true", help="let it replicate again")
+    delay = commands.add_parser("delay-follower", help="make a node copy from its leaders late")
+    delay.add_argument("node_id", type=int)
+    delay.add_argument("ms", type=float, help="milliseconds (0 removes the delay)")
+    commands.add_parser("restore-nodes", help="undo every node fault (stopped, isolated, delayed, down)")
+    leader = commands.add_parser("leader", help="show a partition's leader, leader epoch, replicas and ISR")
+    leader.add_argument("topic")
+    leader.add_argument("partition", type=int, nargs="?", default=0)
+    move = commands.add_parser("move-leader", help="make a node of the partition's ISR its leader")
+    move.add_argument("topic")
+    move.add_argument("partition", type=int)
+    move.add_argument("node_id", type=int)
+
     records = commands.add_parser("records", help="show the records stored in a partition")
     records.add_argument("topic")
     records.add_argument("partition", type=int, nargs="?", default=0)
@@ -111,6 +140,17 @@ def _count(text: str) -> int | None:
     return value
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _racks(text: str) -> list[str | None]:
+    return [rack.strip() or None for rack in text.split(",")]
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
@@ -126,18 +166,49 @@ def serve(args) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = BrokerConfig.from_sources(config_file=args.config, overrides=args.set, listen=args.listen,
+        overrides = list(args.set)
+        if args.racks is not None:
+            if len(args.racks) != args.nodes:
+                raise ConfigError(f"--racks: one rack per node ({args.nodes}), got {len(args.racks)}")
+            if args.nodes == 1:  # a single broker's rack is its broker.rack
+                overrides.append(f"broker.rack={args.racks[0] or ''}")
+        config = BrokerConfig.from_sources(config_file=args.config, overrides=overrides,
+                                           listen=args.listen[0] if args.listen else None,
                                            advertised_listener=args.advertised_listener, data_dir=args.data_dir)
+        options = _cluster_options(args, config)
     except ConfigError as exc:
         print(f"compatbroker: {exc}", file=sys.stderr)
         return EXIT_BAD_CONFIG
-    from .server import run
-    return run(config, control_listen=args.control_listen, emulate=args.emulate)
+    from .server import StartupError, run
+    if args.emulate is not None or args.control_listen is not None:
+        from .toolkit.runtime import toolkit_for
+        try:
+            options.update(toolkit_for(emulate=args.emulate, control_listen=args.control_listen).runtime_options())
+        except StartupError as exc:
+            print(f"compatbroker: {exc}", file=sys.stderr)
+            return EXIT_STARTUP_FAILED
+    return run(config, **options)
+
+
+def _cluster_options(args, config) -> dict:
+    """The runtime's node count, racks and per-node listeners from --nodes, --racks and --listen (ConfigError)."""
+    from .config import ConfigError
+    from .server.run import cluster_listeners
+
+    if args.nodes == 1:
+        if len(args.listen) > 1:
+            raise ConfigError(f"--listen: one address for a single broker, got {len(args.listen)} (see --nodes)")
+        return {}
+    if args.advertised_listener is not None:
+        raise ConfigError("--advertised-listener names one broker's address; with --nodes each node advertises "
+                          "its own listener")
+    return {"nodes": args.nodes, "racks": args.racks,
+            "node_listeners": cluster_listeners(config, args.nodes, args.listen)}
 
 
 def control(args) -> int:
-    from .control import ControlError
-    from .control.client import ControlClient
+    from .toolkit.control import ControlError
+    from .toolkit.control.client import ControlClient
 
     if not args.control:
         print(f"compatbroker control: give the endpoint with --control HOST:PORT (or ${CONTROL_ENV})",
@@ -169,8 +240,19 @@ def _control_call(client, args):
         return client.transactions(args.transactional_id)
     if command == "requests":
         return client.clear_requests() if args.clear else client.requests(args.since, args.api)
+    if command in ("stop-node", "start-node"):
+        return (client.stop_node if command == "stop-node" else client.start_node)(args.node_id)
+    if command == "isolate-node":
+        return client.isolate_node(args.node_id, not args.undo)
+    if command == "delay-follower":
+        return client.delay_follower(args.node_id, args.ms)
+    if command == "leader":
+        return client.leader(args.topic, args.partition)
+    if command == "move-leader":
+        return client.move_leader(args.topic, args.partition, args.node_id)
     simple = {"clear-faults": client.clear_faults, "faults": client.faults, "down": client.down, "up": client.up,
-              "status": client.status, "topics": client.topics}
+              "status": client.status, "topics": client.topics, "nodes": client.nodes,
+              "restore-nodes": client.restore_nodes}
     return simple[command]()
 
 

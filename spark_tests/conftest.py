@@ -69,7 +69,7 @@ def spark(connector):
 
 @pytest.fixture(scope="session")
 def broker(connector):
-    from compatbroker.embedded import EmbeddedBroker
+    from compatbroker.toolkit.embedded import EmbeddedBroker
 
     with EmbeddedBroker(BROKER_SETTINGS, mode="subprocess", log_level="INFO") as running:
         yield running

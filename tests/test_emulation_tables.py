@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 
 from compatbroker.config import BrokerConfig
-from compatbroker.emulation import (
+from compatbroker.handlers import default_registry
+from compatbroker.protocol import API_KEYS
+from compatbroker.protocol.messages import ApiVersionsRequest, MetadataRequest, ProduceRequest
+from compatbroker.server.run import ClusterRuntime
+from compatbroker.toolkit.emulation import (
     RELEASES,
     FeatureLevels,
     RefusedVersion,
@@ -27,15 +31,12 @@ from compatbroker.emulation import (
     release_of,
     release_table,
 )
-from compatbroker.handlers import default_registry
-from compatbroker.protocol import API_KEYS
-from compatbroker.protocol.messages import ApiVersionsRequest, MetadataRequest, ProduceRequest
-from compatbroker.server.run import BrokerRuntime, registry_for
+from compatbroker.toolkit.runtime import toolkit_for
 
 from .async_tests import async_test
 from .server.helpers import RawClient, handler_module, running_server
 
-TABLES = resources.files("compatbroker.emulation").joinpath("releases")
+TABLES = resources.files("compatbroker.toolkit.emulation").joinpath("releases")
 # Kafka 4.3's request files, as kafka-python 3.0.12 ships them
 KAFKA_PYTHON_SCHEMAS = "kafka.protocol.schemas.resources"
 
@@ -253,7 +254,7 @@ def test_a_release_without_transactions_v2_advertises_no_transactions_v2_version
 @async_test
 async def test_the_runtime_finalizes_the_emulated_releases_level(tmp_path: Path, release, level):
     properties = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data")}
-    runtime = BrokerRuntime(BrokerConfig(properties), handlers=registry_for(release))
+    runtime = ClusterRuntime(BrokerConfig(properties), **toolkit_for(emulate=release).runtime_options())
     await runtime.start()
     try:
         assert runtime.broker.finalized_transaction_version == level

@@ -1,4 +1,4 @@
-"""compatbroker.testing.CompatBrokerContainer: the repository's Dockerfile run through testcontainers.
+"""compatbroker.toolkit.testing.CompatBrokerContainer: the repository's Dockerfile run through testcontainers.
 
 The container tests need a Docker engine; where none answers they are skipped and say so. The import test runs
 everywhere.
@@ -29,7 +29,7 @@ def _docker_engine_problem() -> str | None:
 
 
 def test_importing_the_module_does_not_import_testcontainers():
-    code = ("import sys, compatbroker.testing as t; "
+    code = ("import sys, compatbroker.toolkit.testing as t; "
             "assert 'testcontainers' not in sys.modules, 'imported eagerly'; "
             "assert t.DEFAULT_IMAGE == 'compatbroker:latest'")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -41,7 +41,7 @@ def image():
     problem = _docker_engine_problem()
     if problem is not None:
         pytest.skip(f"CompatBrokerContainer tests need Docker: {problem}")
-    from compatbroker.testing import CompatBrokerContainer
+    from compatbroker.toolkit.testing import CompatBrokerContainer
 
     return CompatBrokerContainer.build_image(REPO, tag=f"compatbroker:test-{uuid.uuid4().hex[:8]}")
 
@@ -49,7 +49,7 @@ def image():
 def test_a_client_produces_and_consumes_through_the_container(image):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-    from compatbroker.testing import CompatBrokerContainer
+    from compatbroker.toolkit.testing import CompatBrokerContainer
 
     with CompatBrokerContainer(image, settings={"num.partitions": "1"}) as broker:
         bootstrap = broker.get_bootstrap_server()
@@ -66,8 +66,8 @@ def test_a_client_produces_and_consumes_through_the_container(image):
 
 
 def test_emulation_reaches_the_container(image):
-    from compatbroker.emulation import advertised
-    from compatbroker.testing import CompatBrokerContainer
+    from compatbroker.toolkit.emulation import advertised
+    from compatbroker.toolkit.testing import CompatBrokerContainer
 
     with CompatBrokerContainer(image, emulate="2.8") as broker:
         versions = _api_versions(broker.get_bootstrap_server())

@@ -66,12 +66,10 @@ def advertised_versions(registry) -> list:
 
 
 def _supported_features(registry, version: int) -> list:
-    release = getattr(registry.get(API_KEY), "release", None)  # an emulated registry reports its release's
-    if release is None:
+    # A registry emulating a Kafka release (the toolkit's) carries that release's levels on its handlers.
+    supported = getattr(registry.get(API_KEY), "supported_features", None)
+    if supported is None:
         supported = SUPPORTED_FEATURES
-    else:
-        from ..emulation import supported_features
-        supported = supported_features(release)
     return [ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low, max_version=high)
             for name, (low, high) in sorted(supported.items())
             if high > 0 and (low > 0 or version >= FIRST_VERSION_WITH_FEATURE_LEVEL_0)]

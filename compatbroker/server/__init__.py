@@ -4,7 +4,7 @@ It knows nothing about individual APIs: each request goes to the handler module 
 `compatbroker.handlers`), and the response comes back as chunks to write (`compatbroker.protocol`).
 """
 from .listeners import BoundListener, ListenError
-from .run import StartupError, run, serve
+from .run import ClusterRuntime, StartupError, run, serve
 from .server import Server
 
-__all__ = ["BoundListener", "ListenError", "Server", "StartupError", "run", "serve"]
+__all__ = ["BoundListener", "ClusterRuntime", "ListenError", "Server", "StartupError", "run", "serve"]

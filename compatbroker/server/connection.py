@@ -24,9 +24,10 @@ requests already read still run to completion, as Kafka runs them (their answers
 wait open-endedly, a Fetch long poll, stop waiting through `RequestContext.client_gone`, so a departed client's
 socket is released at once.
 
-Fault injection (tests of clients) hooks in at dispatch: when the server's `FaultInjector` is active, it logs the
-request and may delay it, answer it with an injected error in Kafka's shape for that API (`error_responses`), or
-close the connection instead of answering. When it is not active this costs one attribute check per request.
+Tests of clients hook in at dispatch (`hooks.RequestHooks`, which the toolkit's fault injector implements): while
+the server's hooks are active they hear of each request, with the id of the node serving it, and may delay it,
+answer it with an error in Kafka's shape for that API, or close the connection instead of answering. When they are
+not active this costs one attribute check per request.
 
 Responses are written as `encode_response_chunks` gives them: bytes with `sock_sendall`, file regions (record
 bytes in segment files) with `os.sendfile` straight from the file to the socket, so record bytes never pass
@@ -42,12 +43,11 @@ import socket
 import struct
 
 from ..config import format_host_port
-from ..error_responses import error_response
-from ..faults import FaultInjector
 from ..handlers import CloseConnection, RequestContext
 from ..handlers.api_versions import unsupported_version_response
 from ..protocol import (API_KEYS, DecodeError, FileRegion, UnsupportedVersionError, decode_request,
                         encode_response_chunks)
+from .hooks import NO_HOOKS, Fault, RequestHooks
 from .memory_pool import MemoryPool, RecycledBuffers
 
 log = logging.getLogger(__name__)
@@ -83,10 +83,10 @@ class FrameTooLarge(Exception):
 
 class Connection:
     def __init__(self, sock: socket.socket, broker, handlers, *, listener_host: str, listener_port: int,
-                 injector: FaultInjector | None = None, pool: MemoryPool | None = None,
+                 hooks: RequestHooks = NO_HOOKS, pool: MemoryPool | None = None,
                  recycled: RecycledBuffers | None = None):
         self._loop = asyncio.get_running_loop()
-        self._injector = injector if injector is not None else FaultInjector()
+        self._hooks = hooks
         self._sock = sock
         self._broker = broker
         self._handlers = handlers
@@ -304,15 +304,16 @@ class Connection:
         ctx = RequestContext(self._broker, header, peer=self.peer, listener_host=self._listener_host,
                              listener_port=self._listener_port, handlers=self._handlers,
                              client_gone=self._client_gone)
-        if self._injector.active:
-            fault = self._injector.on_request(header, body, self.peer, self._broker.topic_by_id)
+        if self._hooks.active:
+            fault = self._hooks.on_request(header, body, self.peer, node_id=self._broker.node_id,
+                                          topic_by_id=self._broker.topic_by_id)
             if fault is not None:
                 return self._start_faulty(fault, module, ctx, body)
         return self._spawn(self._run_handler(module, ctx, body))
 
     def _unsupported(self, header, frame):
-        if self._injector.active:
-            self._injector.on_unserved(header, self.peer)
+        if self._hooks.active:
+            self._hooks.on_unserved(header, self.peer, node_id=self._broker.node_id)
         api_key, version = header.request_api_key, header.request_api_version
         api_versions = self._handlers.get(API_VERSIONS_KEY)
         if api_key == API_VERSIONS_KEY and api_versions is not None and version > api_versions.MAX_VERSION:
@@ -340,8 +341,8 @@ class Connection:
                           _api_name(module.API_KEY), ctx.api_version, ctx.client_id)
             return CLOSE
 
-    def _start_faulty(self, fault, module, ctx: RequestContext, body):
-        """The queue entry of a request the injector chose a fault for."""
+    def _start_faulty(self, fault: Fault, module, ctx: RequestContext, body):
+        """The queue entry of a request the hooks chose a fault for."""
         if fault.drop:
             log.info("closing connection from %s instead of answering %s (fault injection)", self.peer,
                      _api_name(module.API_KEY))
@@ -355,13 +356,13 @@ class Connection:
         task.add_done_callback(self._handler_tasks.discard)
         return task
 
-    async def _run_faulty(self, fault, module, ctx: RequestContext, body):
-        """Wait the injected delay, then serve the request, or answer it with the injected error as Kafka would."""
+    async def _run_faulty(self, fault: Fault, module, ctx: RequestContext, body):
+        """Wait the fault's delay, then serve the request, or answer it with the fault's error as Kafka would."""
         if fault.delay_s:
             await asyncio.sleep(fault.delay_s)
         if fault.error is None:
             return await self._run_handler(module, ctx, body)
-        response = error_response(module.API_KEY, ctx.api_version, body, fault.error)
+        response = fault.response(module.API_KEY, ctx.api_version, body)
         if response is None:  # Produce acks=0: Kafka closes the connection so that the producer notices
             return CLOSE
         return encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)

@@ -1,32 +1,40 @@
-"""`compatbroker serve`: start the broker, print where it listens, and stop cleanly on SIGTERM or SIGINT.
+"""`compatbroker serve`: start the broker (or a cluster of brokers), print where it listens, and stop cleanly on
+SIGTERM or SIGINT.
 
-Order of start-up: check the data directory, bind the listeners (a port in use is reported before the data
-directory is touched further), load the logs, then accept and print the one line
-`compatbroker listening on HOST:PORT`. With a control endpoint (`--control-listen`, see `compatbroker.control`) a
-second line follows: `compatbroker control on http://HOST:PORT`. A failure at any step is one line on stderr and
-exit status 1.
+Order of start-up: check the data directory, bind every node's listeners (a port in use is reported before the
+data directory is touched further), load the logs, then accept and print the line
+`compatbroker listening on HOST:PORT` for the first node and, in a cluster (`--nodes N`), one line
+`compatbroker node ID listening on HOST:PORT` for each other node. Each service passed in (the toolkit's control
+endpoint, `--control-listen`) then starts and may print a line of its own (`compatbroker control on
+http://HOST:PORT`). A failure at any step is one line on stderr and exit status 1.
 
-`BrokerRuntime` is that start-up and shutdown without the signals and the printing: the embedded broker
-(`compatbroker.embedded`) runs one on an event loop of its own. Its start raises the process's soft limit of open
-files to the hard limit (connections and partitions each hold descriptors) and logs the figure. With a registry
-emulating a Kafka release (`--emulate`), the broker finalizes that release's `transaction.version` level.
+`ClusterRuntime` is that start-up and shutdown without the signals and the printing: the embedded broker of the
+toolkit runs one on an event loop of its own. It builds the cluster (`compatbroker.broker.build_cluster`: one
+node, today's broker and layout, unless `nodes` > 1) and one `Server` per node, and takes a node off the network
+and back (`stop_node`, `start_node`) for tests of clients. Its start raises the process's soft limit of open files
+to the hard limit (connections and partitions each hold descriptors) and logs the figure. What the testing toolkit
+adds (request hooks for faults and the request log, a handler registry emulating a Kafka release with the
+`transaction.version` level that release finalizes, the control endpoint) comes in as arguments (see `hooks`): this
+module never imports the toolkit.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import resource
 import signal
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 
-from ..broker import Broker
-from ..config import BrokerConfig, format_host_port
-from ..faults import FaultInjector
+from ..broker import Broker, build_cluster
+from ..cluster import Cluster
+from ..config import BrokerConfig, ConfigError, Endpoint, format_host_port, parse_endpoint
 from ..storage import StorageError
+from .hooks import RequestHooks, RuntimeService
 from .listeners import ListenError
 from .server import Server
 
@@ -34,38 +42,34 @@ log = logging.getLogger(__name__)
 
 EXIT_OK = 0
 EXIT_STARTUP_FAILED = 1
+_MAX_PORT = 65535
 
 
 class StartupError(Exception):
     """The broker cannot start; the message is the one line the user sees."""
 
 
-def run(config: BrokerConfig, *, control_listen: str | None = None, emulate: str | None = None) -> int:
-    """Serve until SIGTERM or SIGINT; returns the process exit status."""
+def run(config: BrokerConfig, **runtime_options) -> int:
+    """Serve until SIGTERM or SIGINT; returns the process exit status. `runtime_options` go to `ClusterRuntime`."""
     try:
-        handlers = registry_for(emulate)
-        return asyncio.run(serve(config, handlers=handlers, control_listen=control_listen))
+        return asyncio.run(serve(config, **runtime_options))
     except StartupError as exc:
         print(f"compatbroker: {exc}", file=sys.stderr)
         return EXIT_STARTUP_FAILED
 
 
-async def serve(config: BrokerConfig, *, ready=None, handlers: Mapping[int, ModuleType] | None = None,
-                control_listen: str | None = None) -> int:
-    """Start, report the listening address (`ready(server)` if given, else the printed lines), and serve until a
-    stop signal."""
+async def serve(config: BrokerConfig, **runtime_options) -> int:
+    """Start, print where each node listens and the services' lines, and serve until a stop signal."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    runtime = BrokerRuntime(config, handlers=handlers, control_listen=control_listen)
+    runtime = ClusterRuntime(config, **runtime_options)
     await runtime.start()
-    if ready is not None:
-        ready(runtime.server)
-    else:
-        print(f"compatbroker listening on {runtime.server.listeners[0].display()}", flush=True)
-        if runtime.control is not None:
-            print(f"compatbroker control on {runtime.control.url}", flush=True)
+    for line in runtime.listening_lines():
+        print(line, flush=True)
+    for line in runtime.service_lines:
+        print(line, flush=True)
     await stop.wait()
     log.info("shutting down")
     await runtime.stop()
@@ -73,96 +77,198 @@ async def serve(config: BrokerConfig, *, ready=None, handlers: Mapping[int, Modu
     return EXIT_OK
 
 
-class BrokerRuntime:
-    """A broker, its server, fault injector and optional control endpoint, started and stopped together on the
-    running event loop. The request log records when `record_requests` says so (default: with a control
-    endpoint, where someone can read it)."""
+def cluster_listeners(config: BrokerConfig, nodes: int, listens: Sequence[str] = ()
+                      ) -> list[tuple[Endpoint, ...]]:
+    """Each node's listeners. `listens` gives them one node each (HOST:PORT, or NAME://HOST:PORT,... for several
+    listeners, as `--listen` takes them; e.g. 127.0.0.1:9092, 127.0.0.2:9092, 127.0.0.3:9092); with none or one,
+    every node gets the configured listeners with the ports counting up from them (port 0 stays 0: each node
+    binds a free port). ConfigError when the count or an address is wrong."""
+    if len(listens) > 1:
+        if len(listens) != nodes:
+            raise ConfigError(f"--listen: give one address for every node, or one per node ({nodes}), "
+                              f"got {len(listens)}")
+        try:
+            return [tuple(parse_endpoint(item) for item in listen.split(",")) for listen in listens]
+        except ValueError as exc:
+            raise ConfigError(f"--listen: {exc}") from None
+    per_node = []
+    for index in range(nodes):
+        endpoints = []
+        for endpoint in config.listeners:
+            port = endpoint.port + index if endpoint.port else 0
+            if port > _MAX_PORT:
+                raise ConfigError(f"--listen: node {index} would listen on port {port}, above {_MAX_PORT}")
+            endpoints.append(dataclasses.replace(endpoint, port=port))
+        per_node.append(tuple(endpoints))
+    return per_node
 
-    def __init__(self, config: BrokerConfig, *, handlers: Mapping[int, ModuleType] | None = None,
-                 control_listen: str | None = None, record_requests: bool | None = None):
+
+class ClusterRuntime:
+    """A cluster's nodes and their servers, with the services and request hooks given, started and stopped
+    together on the running event loop.
+
+    `nodes` > 1 makes a cluster of brokers with ids 0..nodes-1 (racks from `racks`, listeners from
+    `node_listeners`, default `cluster_listeners(config, nodes)`); 1 is the single broker of `config`. `handlers`
+    replaces the default handler registry; `finalized_transaction_version` the `transaction.version` level the
+    cluster finalizes (default: the broker's own)."""
+
+    def __init__(self, config: BrokerConfig, *, nodes: int = 1, racks: Sequence[str | None] | None = None,
+                 node_listeners: Sequence[tuple[Endpoint, ...]] | None = None,
+                 handlers: Mapping[int, ModuleType] | None = None, hooks: RequestHooks | None = None,
+                 services: Sequence[RuntimeService] = (), finalized_transaction_version: int | None = None):
+        if nodes < 1:
+            raise ValueError(f"a cluster needs at least one node, got {nodes}")
         self.config = config
+        self.nodes = nodes
+        self.racks = list(racks) if racks is not None else None
+        self.node_listeners = list(node_listeners) if node_listeners is not None else None
         self.handlers = handlers
-        self.control_listen = control_listen
-        record = control_listen is not None if record_requests is None else record_requests
-        self.injector = FaultInjector(record_requests=record)
-        self.broker: Broker | None = None
-        self.server: Server | None = None
-        self.control = None  # compatbroker.control.http.ControlServer
+        self.hooks = hooks
+        self.services = list(services)
+        self.finalized_transaction_version = finalized_transaction_version
+        self.service_lines: list[str] = []  # what the services asked to print once started
+        self.cluster: Cluster | None = None
+        self.servers: dict[int, Server] = {}  # node id -> its server, in id order
+        self._started_services: list[RuntimeService] = []
+
+    # --- life cycle -----------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start serving, or raise StartupError with nothing left open."""
         config = self.config
         check_data_dir(config.data_dir)
         open_files = raise_open_files_limit()
-        broker = Broker(config)
-        _apply_emulated_features(broker, self.handlers)
-        server = Server(broker, self.handlers, self.injector)
+        cluster = self._build_cluster()
+        servers = {node_id: Server(node, self.handlers, self.hooks) for node_id, node in cluster.nodes.items()}
         try:
-            server.bind()
+            for server in servers.values():
+                server.bind()
         except ListenError as exc:
+            _close_listeners(servers)
             raise StartupError(str(exc)) from None
         try:
-            broker.startup()
+            cluster.startup()
         except (StorageError, OSError, ValueError) as exc:  # an unusable or foreign data directory
-            server.close_listeners()
+            _close_listeners(servers)
             raise StartupError(f"cannot load the data directory {config.data_dir}: {exc}") from None
-        self.broker, self.server = broker, server
-        broker.start_background_work()
-        server.start_accepting()
-        if self.control_listen is not None:
-            await self._start_control()
-        log.info("node %d of cluster %s serving %s from %s", broker.node_id, broker.cluster_id,
-                 ", ".join(bound.display() for bound in server.listeners), config.data_dir)
+        self.cluster, self.servers = cluster, servers
+        cluster.start_background_work()
+        for server in servers.values():
+            server.start_accepting()
+        await self._start_services()
+        for node_id, server in servers.items():
+            log.info("node %d of cluster %s serving %s from %s", node_id, server.broker.cluster_id,
+                     ", ".join(bound.display() for bound in server.listeners), server.broker.config.data_dir)
         log.info("open files limit: %s", open_files)
 
-    async def _start_control(self) -> None:
-        from ..control.http import ControlServer
-        from ..control.operations import ControlOperations
-
+    def _build_cluster(self) -> Cluster:
         try:
-            self.control = await ControlServer.start(ControlOperations(self), self.control_listen)
-        except (OSError, ValueError) as exc:
-            await self.stop()
-            raise StartupError(f"cannot listen for control requests on {self.control_listen}: {exc}") from None
+            if self.nodes == 1:
+                cluster = build_cluster(self.config)
+            else:
+                listeners = self.node_listeners or cluster_listeners(self.config, self.nodes)
+                cluster = build_cluster(self.config, nodes=self.nodes, racks=self.racks, node_listeners=listeners)
+        except (ConfigError, ValueError) as exc:
+            raise StartupError(str(exc)) from None
+        if self.finalized_transaction_version is not None:
+            for node in cluster.nodes.values():
+                node.finalized_transaction_version = self.finalized_transaction_version
+        return cluster
+
+    async def _start_services(self) -> None:
+        for service in self.services:
+            try:
+                line = await service.start(self)
+            except StartupError:
+                await self.stop()
+                raise
+            self._started_services.append(service)
+            if line:
+                self.service_lines.append(line)
 
     async def stop(self) -> None:
-        """Stop the control endpoint, then the server (answering what it has read), then the broker."""
-        if self.control is not None:
-            await self.control.close()
-            self.control = None
-        if self.server is not None:
-            await self.server.stop()
-        if self.broker is not None:
-            await self.broker.shutdown()
-        self.server = self.broker = None
+        """Stop the services, then the servers (answering what they have read), then the nodes."""
+        while self._started_services:
+            await self._started_services.pop().stop()
+        if self.servers:
+            await asyncio.gather(*(server.stop() for server in self.servers.values()))
+        if self.cluster is not None:
+            await self.cluster.shutdown()
+        self.servers, self.cluster = {}, None
+
+    # --- what it serves -------------------------------------------------------------------------------------------
 
     @property
-    def bootstrap_servers(self) -> str:
-        """`host:port` of the first listener, the address clients bootstrap from."""
-        bound = self.server.listeners[0]
+    def broker(self) -> Broker | None:
+        """The first node (the only one of a single broker)."""
+        return next(iter(self.cluster.nodes.values())) if self.cluster is not None else None
+
+    @property
+    def server(self) -> Server | None:
+        """The first node's server."""
+        return next(iter(self.servers.values())) if self.servers else None
+
+    @property
+    def node_ids(self) -> list[int]:
+        return list(self.servers)
+
+    def node(self, node_id: int) -> Broker:
+        """The node `node_id` (ValueError when there is none)."""
+        self._server_of(node_id)
+        return self.cluster.nodes[node_id]
+
+    def address_of(self, node_id: int) -> str:
+        """`host:port` of a node's first listener, where a client on this machine reaches it."""
+        bound = self._server_of(node_id).listeners[0]
         host = bound.endpoint.host
         if bound.endpoint.is_wildcard or host == "localhost":
             host = "127.0.0.1"
         return format_host_port(host, bound.port)
 
+    @property
+    def bootstrap_servers(self) -> str:
+        """`host:port` of every node's first listener, comma-separated: the addresses clients bootstrap from."""
+        return ",".join(self.address_of(node_id) for node_id in self.servers)
 
-def registry_for(release: str | None) -> Mapping[int, ModuleType] | None:
-    """The handler registry emulating Kafka `release` (None: the default registry, which the server picks)."""
-    if release is None:
-        return None
-    from ..emulation import RELEASES, emulated_registry
-    if release not in RELEASES:
-        raise StartupError(f"--emulate: unknown Kafka release {release!r}; known: {', '.join(RELEASES)}")
-    from ..handlers import default_registry
-    return emulated_registry(default_registry(), release)
+    def listening_lines(self) -> list[str]:
+        """What `serve` prints: the first node's line as a single broker prints it, then one per other node."""
+        lines = []
+        for index, (node_id, server) in enumerate(self.servers.items()):
+            where = server.listeners[0].display()
+            lines.append(f"compatbroker listening on {where}" if index == 0
+                         else f"compatbroker node {node_id} listening on {where}")
+        return lines
+
+    # --- nodes down and up (tests of clients) ---------------------------------------------------------------------
+
+    async def stop_node(self, node_id: int) -> None:
+        """Stop a node as a crash would, seen from outside: the controller fences it (leadership fails over per
+        Kafka's rules) and its listeners close and its connections are cut. Its state stays for `start_node`."""
+        server = self._server_of(node_id)
+        self.cluster.stop_node(node_id)
+        await server.go_down()
+
+    def start_node(self, node_id: int) -> None:
+        """Bring a stopped node back: it listens on the same ports again and the controller unfences it (it
+        rejoins the ISRs once caught up). ListenError when a port was taken meanwhile (the node stays down)."""
+        server = self._server_of(node_id)
+        server.come_up()
+        self.cluster.start_node(node_id)
+
+    def node_is_up(self, node_id: int) -> bool:
+        return not self._server_of(node_id).is_down
+
+    def _server_of(self, node_id: int) -> Server:
+        server = self.servers.get(node_id)
+        if server is None:
+            known = ", ".join(map(str, self.servers)) or "none (not started)"
+            raise ValueError(f"no node {node_id}; the nodes are {known}")
+        return server
 
 
-def _apply_emulated_features(broker: Broker, handlers: Mapping[int, ModuleType] | None) -> None:
-    """Under `--emulate`, the cluster finalizes the release's `transaction.version` level."""
-    from ..emulation import finalized_transaction_version, release_of
-    release = release_of(handlers)
-    if release is not None:
-        broker.finalized_transaction_version = finalized_transaction_version(release)
+def _close_listeners(servers: Mapping[int, Server]) -> None:
+    for server in servers.values():
+        server.close_listeners()
 
 
 def raise_open_files_limit() -> str:

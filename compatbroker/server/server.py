@@ -1,4 +1,5 @@
-"""The network server: listening sockets, accepting connections, and stopping cleanly.
+"""The network server of one node: listening sockets, accepting connections, and stopping cleanly. In a cluster
+each node (a `Broker`) has a server of its own (see `run.ClusterRuntime`).
 
 `bind()` opens the listening sockets (so a port in use is reported before anything else happens) and tells the
 broker each listener's bound port; `start_accepting()` starts serving; `stop()` stops accepting, lets every
@@ -6,8 +7,9 @@ connection answer the requests it has already read (long polls are woken), then 
 
 For tests of clients, `go_down()` makes the broker vanish from the network as a crashed one would (listeners closed,
 every connection cut, nothing answered) while the broker itself keeps its state, and `come_up()` listens again on
-the same ports. The server's `FaultInjector` (see `compatbroker.faults`) is shared by all its connections, and so
-is its pool of request memory (`queued.max.request.bytes`, see `memory_pool`).
+the same ports. The server's request hooks (`hooks.RequestHooks`: the toolkit's fault injector and request log) are
+shared by all its connections, and so is its pool of request memory (`queued.max.request.bytes`, see
+`memory_pool`).
 
 Accepting applies the connection limits (`max.connections`, `max.connections.per.ip`, see `connection_quotas`).
 When the process runs out of file descriptors, the listener pauses and retries every second while the existing
@@ -24,10 +26,10 @@ import socket
 from collections.abc import Mapping
 from types import ModuleType
 
-from ..faults import FaultInjector
 from ..handlers import default_registry
 from .connection import Connection
 from .connection_quotas import ConnectionQuotas
+from .hooks import NO_HOOKS, RequestHooks
 from .listeners import BoundListener, ListenError, bind_listener
 from .memory_pool import RecycledBuffers, memory_pool
 
@@ -41,10 +43,10 @@ _RECYCLED_BUFFERS_MAX = 64 * 1024 * 1024  # idle large-frame buffers kept for re
 
 class Server:
     def __init__(self, broker, handlers: Mapping[int, ModuleType] | None = None,
-                 injector: FaultInjector | None = None):
+                 hooks: RequestHooks | None = None):
         self.broker = broker
         self.handlers = handlers if handlers is not None else default_registry()
-        self.injector = injector if injector is not None else FaultInjector()
+        self.hooks = hooks if hooks is not None else NO_HOOKS
         self.listeners: list[BoundListener] = []
         self._connections: dict[Connection, asyncio.Task] = {}
         self._accepting = False
@@ -119,7 +121,7 @@ class Server:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        log.info("down: listeners closed, %d connection(s) cut", len(tasks))
+        log.info("node %d down: listeners closed, %d connection(s) cut", self.broker.node_id, len(tasks))
 
     def come_up(self) -> None:
         """Listen again on the ports used before `go_down()` (ListenError when one is taken meanwhile)."""
@@ -135,7 +137,7 @@ class Server:
             raise
         self.is_down = False
         self.start_accepting()
-        log.info("up again on %s", ", ".join(bound.display() for bound in self.listeners))
+        log.info("node %d up again on %s", self.broker.node_id, ", ".join(bound.display() for bound in self.listeners))
 
     # --- accepting ------------------------------------------------------------------------------------------------
 
@@ -210,7 +212,7 @@ class Server:
             # A wildcard listener advertises the address the client reached, which the client can route to.
             host = sock.getsockname()[0] if bound.endpoint.is_wildcard else bound.endpoint.host
             connection = Connection(sock, self.broker, self.handlers, listener_host=host, listener_port=bound.port,
-                                    injector=self.injector, pool=self.pool, recycled=self.recycled)
+                                    hooks=self.hooks, pool=self.pool, recycled=self.recycled)
         except OSError as exc:
             log.debug("dropping a new connection on %s: %s", bound.display(), exc)
             sock.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from compatbroker.emulation import emulated_registry
+from compatbroker.toolkit.emulation import emulated_registry
 from compatbroker.handlers import default_registry
 
 from . import clients

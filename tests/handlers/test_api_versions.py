@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compatbroker.emulation import emulated_registry
+from compatbroker.toolkit.emulation import emulated_registry
 from compatbroker.handlers import RequestContext, api_versions, default_registry
 from compatbroker.protocol import RequestHeader
 from compatbroker.protocol.messages import ApiVersionsRequest

@@ -16,7 +16,7 @@ TEST_TIME_LIMIT_S = 60
 
 def pytest_configure(config):
     if not config.pluginmanager.hasplugin("compatbroker"):
-        from compatbroker import pytest_plugin
+        from compatbroker.toolkit import pytest_plugin
         config.pluginmanager.register(pytest_plugin, "compatbroker")
 
 

@@ -7,16 +7,18 @@ import contextlib
 import json
 import time
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 
 from compatbroker.config import BrokerConfig
-from compatbroker.control import ControlError
-from compatbroker.control.client import ControlClient
+from compatbroker.toolkit.control import ControlError
+from compatbroker.toolkit.control.client import ControlClient
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import ApiVersionsRequest, MetadataRequest, OffsetCommitRequest, ProduceRequest
 from compatbroker.protocol.records import build_batch
-from compatbroker.server.run import BrokerRuntime
+from compatbroker.server.run import ClusterRuntime
+from compatbroker.toolkit.runtime import toolkit_for
 from tests.server.helpers import RawClient
 
 PRODUCE, METADATA, API_VERSIONS, OFFSET_COMMIT = 0, 3, 18, 8
@@ -26,10 +28,11 @@ PRODUCE, METADATA, API_VERSIONS, OFFSET_COMMIT = 0, 3, 18, 8
 async def running(tmp_path, **settings):
     """A broker with a control endpoint on free ports; yields (runtime, client)."""
     properties = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data")} | settings
-    runtime = BrokerRuntime(BrokerConfig(properties), control_listen="127.0.0.1:0")
+    toolkit = toolkit_for(control_listen="127.0.0.1:0")
+    runtime = ClusterRuntime(BrokerConfig(properties), **toolkit.runtime_options())
     await runtime.start()
     try:
-        yield runtime, ControlClient(runtime.control.url, timeout_s=10)
+        yield runtime, ControlClient(toolkit.control.url, timeout_s=10)
     finally:
         await runtime.stop()
 
@@ -233,8 +236,9 @@ async def test_the_client_raises_control_error_with_the_reason(tmp_path):
 
 
 async def test_a_malformed_body_is_refused(tmp_path):
-    async with running(tmp_path) as (runtime, _):
-        reader, writer = await asyncio.open_connection(runtime.control.host, runtime.control.port)
+    async with running(tmp_path) as (_, control):
+        address = urlsplit(control.url)
+        reader, writer = await asyncio.open_connection(address.hostname, address.port)
         writer.write(b"POST /faults/errors HTTP/1.1\r\nContent-Length: 5\r\n\r\n{oops")
         await writer.drain()
         answer = await reader.read()

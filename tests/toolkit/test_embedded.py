@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from compatbroker import EmbeddedBroker
-from compatbroker.embedded import EmbeddedBrokerError, StoredRecord
+from compatbroker.toolkit.embedded import EmbeddedBrokerError, StoredRecord
 
 MODES = ("thread", "subprocess")
 
@@ -92,6 +92,7 @@ def test_both_modes_log_requests_and_inject_the_same_way(mode):
         assert [e.injected_error for e in produce_log] == ["NOT_LEADER_OR_FOLLOWER"] * 2 + [None]
         assert all(e.delay_ms == 5 for e in produce_log)
         assert {e.api for e in broker.requests()} >= {"ApiVersions", "Metadata", "Produce"}
+        assert {e.node_id for e in broker.requests()} == {1}, "a single broker is node.id 1"
         assert broker.faults()["errors"] == []
         broker.reset()
         assert broker.faults() == {"errors": [], "latency": [], "drops": []}
@@ -115,7 +116,7 @@ def test_subprocess_mode_has_a_control_url_thread_mode_only_when_asked():
     with EmbeddedBroker() as plain:
         assert plain.control_url is None
     with EmbeddedBroker(control_listen="127.0.0.1:0") as controlled:
-        from compatbroker.control.client import ControlClient
+        from compatbroker.toolkit.control.client import ControlClient
         assert ControlClient(controlled.control_url).status()["bootstrap_servers"] == controlled.bootstrap_servers
 
 
@@ -139,7 +140,7 @@ def test_an_unknown_emulated_release_fails_with_the_reason():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_an_emulated_release_caps_the_versions_clients_use(mode):
-    from compatbroker.emulation import advertised
+    from compatbroker.toolkit.emulation import advertised
     api_versions_max, metadata_max = advertised("2.8")[18][1], advertised("2.8")[3][1]
     assert (api_versions_max, metadata_max) < (4, 13)  # below what kafka-python 3.0.12 uses otherwise
     with EmbeddedBroker(mode=mode, emulate="2.8") as broker:

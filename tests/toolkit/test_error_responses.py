@@ -8,23 +8,25 @@ import uuid
 
 import pytest
 
-from compatbroker import error_responses
-from compatbroker.error_responses import NoErrorResponse, error_response, has_rule
 from compatbroker.handlers import default_registry
 from compatbroker.protocol import API_KEYS, decode_response, encode_response
 from compatbroker.protocol.data import Data
 from compatbroker.protocol.error_codes import ErrorCode
-from compatbroker.protocol.messages import (AlterConfigsRequest, ApiVersionsRequest, CreatePartitionsRequest,
+from compatbroker.protocol.messages import (AlterConfigsRequest, AlterPartitionReassignmentsRequest,
+                                            AlterReplicaLogDirsRequest, ApiVersionsRequest, CreatePartitionsRequest,
                                             CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
                                             DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
                                             DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-                                            FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-                                            IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
-                                            LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
-                                            OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
-                                            ProduceRequest, SyncGroupRequest)
+                                            DescribeTopicPartitionsRequest, ElectLeadersRequest, FetchRequest,
+                                            FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
+                                            InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+                                            ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+                                            MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+                                            OffsetFetchRequest, ProduceRequest, SyncGroupRequest)
 from compatbroker.protocol.records import build_batch
 from compatbroker.protocol.schema import load_schemas, snake_case
+from compatbroker.toolkit import error_responses
+from compatbroker.toolkit.error_responses import NoErrorResponse, error_response, has_rule
 from tests.handlers import helpers as handler_helpers
 
 ERROR = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -87,6 +89,21 @@ def sample(api_key: int):
         60: DescribeClusterRequest(),
         61: DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
             name="t", partition_indexes=[0, 1])]),
+        34: AlterReplicaLogDirsRequest(dirs=[
+            AlterReplicaLogDirsRequest.AlterReplicaLogDir(path="/a", topics=[
+                AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name="t", partitions=[0, 1])]),
+            AlterReplicaLogDirsRequest.AlterReplicaLogDir(path="/b", topics=[
+                AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name="u", partitions=[2])])]),
+        43: ElectLeadersRequest(election_type=0, topic_partitions=[
+            ElectLeadersRequest.TopicPartitions(topic="t", partitions=[0, 1])]),
+        45: AlterPartitionReassignmentsRequest(topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(
+            name="t", partitions=[
+                AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=0, replicas=[1, 2]),
+                AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=1, replicas=None)])]),
+        46: ListPartitionReassignmentsRequest(topics=[
+            ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name="t", partition_indexes=[0, 1])]),
+        75: DescribeTopicPartitionsRequest(topics=[DescribeTopicPartitionsRequest.TopicRequest(name="t"),
+                                                   DescribeTopicPartitionsRequest.TopicRequest(name="u")]),
     }
     if api_key in samples:
         return samples[api_key]
@@ -142,6 +159,14 @@ def expected_places(api_key: int, version: int) -> int:
         return 2                                  # each ACL creation, filter, transactional id
     if api_key == 35:
         return 1 if version >= 3 else 0           # v0-2 responses have no error field at all
+    if api_key == 34:
+        return 3                                  # every partition of every directory's topics
+    if api_key == 43:
+        return 2 + (1 if version >= 1 else 0)     # every partition, and the top level from v1
+    if api_key == 45:
+        return 3                                  # every partition and the top level
+    if api_key == 75:
+        return 2                                  # every topic
     return 1
 
 

@@ -5,7 +5,8 @@ import uuid
 
 import pytest
 
-from compatbroker.faults import FaultError, FaultInjector, RequestLogEntry, request_topics, resolve_api, resolve_error
+from compatbroker.toolkit.faults import (FaultError, FaultInjector, RequestLogEntry, request_topics, resolve_api,
+                                         resolve_error)
 from compatbroker.protocol import RequestHeader
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import (DeleteTopicsRequest, FetchRequest, MetadataRequest, OffsetFetchRequest,
@@ -138,6 +139,15 @@ def test_the_request_log_records_api_version_client_and_fault_numbered_in_order(
     assert (third.dropped, third.served) == (True, False)
     assert [entry.seq for entry in injector.requests(since=1, api="Produce")] == [2, 3]
     assert RequestLogEntry.from_dict(second.to_dict()) == second
+
+
+def test_the_request_log_says_which_node_served_each_request():
+    injector = FaultInjector(record_requests=True)
+    injector.on_request(header(METADATA), MetadataRequest(), "p", node_id=2)
+    injector.on_unserved(header(PRODUCE, version=99), "p", node_id=0)
+    assert [(entry.api, entry.node_id, entry.served) for entry in injector.requests()] == [
+        ("Metadata", 2, True), ("Produce", 0, False)]
+    assert RequestLogEntry.from_dict(injector.requests()[0].to_dict()).node_id == 2
 
 
 def test_the_request_log_keeps_only_the_newest_entries():

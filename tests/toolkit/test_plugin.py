@@ -22,7 +22,7 @@ def run_pytest(suite: Path, *options: str, timeout_s: float = 120) -> subprocess
 
 def test_the_plugin_is_registered_as_a_pytest11_entry_point():
     found = [entry.value for entry in entry_points(group="pytest11") if entry.name == "compatbroker"]
-    assert found == ["compatbroker.pytest_plugin"], \
+    assert found == ["compatbroker.toolkit.pytest_plugin"], \
         "install the project (pip install -e . or bash tests/run.sh) so that pytest finds the plugin"
 
 
@@ -32,10 +32,11 @@ def test_this_run_uses_the_plugins_fixtures(request, compatbroker):
 
 
 def test_loading_the_plugin_imports_nothing_of_the_broker():
-    code = ("import sys, compatbroker.pytest_plugin; "
+    code = ("import sys, compatbroker.toolkit.pytest_plugin; "
             "print(sorted(m for m in sys.modules if m == 'compatbroker' or m.startswith('compatbroker.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == "['compatbroker', 'compatbroker.pytest_plugin']"
+    loaded = "['compatbroker', 'compatbroker.toolkit', 'compatbroker.toolkit.pytest_plugin']"
+    assert done.stdout.strip() == loaded
 
 
 @pytest.mark.parametrize("mode", ["thread", "subprocess"])
@@ -74,3 +75,19 @@ def test_command_line_options_reach_the_fixture_brokers(tmp_path):
     done = run_pytest(suite, "--compatbroker-mode=subprocess", "--compatbroker-emulate=3.9")
     assert done.returncode == 0, done.stdout[-3000:]
     assert "1 passed" in done.stdout
+
+
+def test_the_fixture_brokers_may_be_clusters_whose_node_faults_are_undone_after_each_test(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\ncompatbroker_nodes = 3\n")
+    (suite / "test_nodes.py").write_text(
+        "def test_stops_a_node(compatbroker):\n"
+        "    assert compatbroker.node_ids == [0, 1, 2]\n"
+        "    compatbroker.stop_node(1)\n"
+        "\n"
+        "def test_finds_every_node_back(compatbroker):\n"
+        "    assert [node.alive and node.up for node in compatbroker.nodes_status()] == [True] * 3\n")
+    done = run_pytest(suite)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "2 passed" in done.stdout

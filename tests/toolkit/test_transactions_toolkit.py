@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from compatbroker import EmbeddedBroker
-from compatbroker.control.client import ControlClient
+from compatbroker.toolkit.control.client import ControlClient
 
 MODES = ("thread", "subprocess")
 DEADLINE_S = 60

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .protocol import API_KEYS
-from .protocol.error_codes import ErrorCode
-from .protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from ..protocol import API_KEYS
+from ..protocol.error_codes import ErrorCode
+from ..protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 INVALID_OFFSET = -1
 NO_TIMESTAMP = -1
@@ -253,7 +253,7 @@ def _describe_transactions(cls, version, request, error, text):
 def _api_versions(cls, version, request, error, text):
     # With UNSUPPORTED_VERSION, Kafka lists the ApiVersions range it serves so that the client can retry (KIP-511).
     if error is ErrorCode.UNSUPPORTED_VERSION:
-        from .handlers.api_versions import unsupported_version_response
+        from ..handlers.api_versions import unsupported_version_response
         return unsupported_version_response()
     return cls(error_code=error)
 
@@ -314,6 +314,55 @@ def _alter_configs(cls, version, request, error, text):
                           for resource in request.resources])
 
 
+# --- cluster placement ------------------------------------------------------------------------------------------
+
+def _alter_replica_log_dirs(cls, version, request, error, text):
+    # One result per topic of each directory asked for, every partition carrying the code (no top-level one).
+    return cls(results=[cls.AlterReplicaLogDirTopicResult(
+        topic_name=topic.name,
+        partitions=[cls.AlterReplicaLogDirPartitionResult(partition_index=index, error_code=error)
+                    for index in topic.partitions])
+        for log_dir in request.dirs for topic in log_dir.topics])
+
+
+def _elect_leaders(cls, version, request, error, text):
+    # Each partition named carries the code and message (none for a request naming every partition); the
+    # top-level code exists from v1.
+    results = [cls.ReplicaElectionResult(
+        topic=topic.topic,
+        partition_result=[cls.PartitionResult(partition_id=index, error_code=error, error_message=text)
+                          for index in topic.partitions])
+        for topic in request.topic_partitions or ()]
+    return cls(error_code=error if version >= 1 else 0, replica_election_results=results)
+
+
+def _alter_partition_reassignments(cls, version, request, error, text):
+    responses = [cls.ReassignableTopicResponse(
+        name=topic.name,
+        partitions=[cls.ReassignablePartitionResponse(partition_index=partition.partition_index, error_code=error,
+                                                      error_message=text)
+                    for partition in topic.partitions])
+        for topic in request.topics]
+    return cls(error_code=error, error_message=text, responses=responses)
+
+
+def _list_partition_reassignments(cls, version, request, error, text):
+    # The partitions asked for, with no replicas, and the code at the top level only.
+    topics = [cls.OngoingTopicReassignment(
+        name=topic.name,
+        partitions=[cls.OngoingPartitionReassignment(partition_index=index, replicas=[], adding_replicas=[],
+                                                     removing_replicas=[])
+                    for index in topic.partition_indexes])
+        for topic in request.topics or ()]
+    return cls(error_code=error, error_message=text, topics=topics)
+
+
+def _describe_topic_partitions(cls, version, request, error, text):
+    return cls(topics=[cls.DescribeTopicPartitionsResponseTopic(name=topic.name, error_code=error, is_internal=False,
+                                                                partitions=[])
+                       for topic in request.topics])
+
+
 _Builder = Callable[[type, int, object, ErrorCode, str], object]
 _BUILDERS: dict[int, _Builder] = {
     0: _produce,
@@ -346,16 +395,22 @@ _BUILDERS: dict[int, _Builder] = {
     31: _delete_acls,
     32: _describe_configs,
     33: _alter_configs,
+    34: _alter_replica_log_dirs,
     35: _describe_log_dirs,
     36: _code_and_message,    # SaslAuthenticate
     37: _create_partitions,
     42: _delete_groups,
+    43: _elect_leaders,
     44: _alter_configs,       # IncrementalAlterConfigs
+    45: _alter_partition_reassignments,
+    46: _list_partition_reassignments,
     47: _error_code_only,     # OffsetDelete
+    55: _code_and_message,    # DescribeQuorum
     60: _code_and_message,    # DescribeCluster
     61: _describe_producers,
     65: _describe_transactions,
     66: _error_code_only,     # ListTransactions
     68: _error_code_only,     # ConsumerGroupHeartbeat
     69: _consumer_group_describe,
+    75: _describe_topic_partitions,
 }

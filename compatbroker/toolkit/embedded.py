@@ -8,11 +8,16 @@ It runs either
   `asyncio.run_coroutine_threadsafe`, or
 - as a child process (`mode="subprocess"`): `python -m compatbroker serve --control-listen 127.0.0.1:0`, which
   isolates it from the test process (its own GIL, a crash stays there); the helpers then go through the control
-  endpoint (`compatbroker.control`).
+  endpoint (`compatbroker.toolkit.control`).
 
 Both modes offer the same helpers: create topics; inject errors, latency and dropped connections; take the broker
-down and up; read what it stored (topics, records, committed offsets) and which requests it received. `restart()`
-stops and starts it on the same port and data (fault rules and the request log start afresh).
+down and up; read what it stored (topics, records, committed offsets) and which requests it received, and on which
+node. `restart()` stops and starts it on the same ports and data (fault rules and the request log start afresh).
+
+`EmbeddedBroker(nodes=3)` is a cluster of three brokers (node ids 0, 1, 2, each on a port of its own, `racks` for
+their `broker.rack`) in that one thread or process; `bootstrap_servers` then names every node. The cluster helpers
+stop and start a node (its listener closes and leadership fails over, as when a broker dies), isolate one from
+replication, delay a follower, move a partition's leader and say who leads it.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Self
 
@@ -42,6 +47,7 @@ STOP_TIMEOUT_S = 10.0
 CALL_TIMEOUT_S = 60.0
 _LISTENING = re.compile(r"^compatbroker listening on (?P<host>\[[^\]]+\]|[^\s:]+):(?P<port>\d+)$")
 _CONTROL = re.compile(r"^compatbroker control on (?P<url>http://\S+)$")
+_NODE_LISTENING = re.compile(r"^compatbroker node \d+ listening on ")
 
 
 class EmbeddedBrokerError(RuntimeError):
@@ -54,6 +60,20 @@ class TopicSummary:
     partitions: int
     topic_id: str
     internal: bool = False
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    """A node of the cluster: `up` when it listens, `alive` for the controller (False once stopped), `isolated`
+    from replication, and how many partitions it leads."""
+
+    node_id: int
+    rack: str | None
+    address: str
+    up: bool
+    alive: bool
+    isolated: bool
+    leader_of: int
 
 
 @dataclass(frozen=True)
@@ -86,15 +106,25 @@ class TransactionSummary:
 class EmbeddedBroker:
     def __init__(self, settings: Mapping[str, object] | None = None, *, mode: str = THREAD,
                  data_dir: str | os.PathLike | None = None, host: str = "127.0.0.1", port: int = 0,
-                 emulate: str | None = None, control_listen: str | None = None, log_level: str = "WARNING"):
+                 emulate: str | None = None, control_listen: str | None = None, log_level: str = "WARNING",
+                 nodes: int = 1, racks: Sequence[str | None] | None = None):
         """Start a broker. `settings` are broker settings by Kafka name (`{"num.partitions": 3}`); `data_dir`
         keeps the data somewhere of your own (it is then not removed); `emulate` names a Kafka release whose API
         versions the broker advertises; `control_listen` (HOST:PORT) also opens the HTTP control endpoint in
         thread mode (subprocess mode always has one); `log_level` is a subprocess broker's --log-level (a broker
-        in a thread logs through this process's `logging`, as `compatbroker.*` loggers)."""
+        in a thread logs through this process's `logging`, as `compatbroker.*` loggers). `nodes` > 1 starts a
+        cluster of that many brokers (ids 0..nodes-1) on ports counting up from `port` (each a free one when 0),
+        `racks` giving each node's broker.rack."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+            raise ValueError(f"nodes must be a positive integer, got {nodes!r}")
+        if racks is not None and len(racks) != nodes:
+            raise ValueError(f"racks must name one rack per node ({nodes}), got {len(racks)}")
         self.mode = mode
+        self.nodes = nodes
+        self.racks = list(racks) if racks is not None else None
+        self.ports: dict[int, int] = {}  # node id -> its port, once started
         self.settings = {str(name): str(value) for name, value in (settings or {}).items()}
         self.host = host
         self.port = port
@@ -115,9 +145,20 @@ class EmbeddedBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        """`host:port` for a client's bootstrap.servers, which is also the address the broker listens on."""
+        """`host:port` for a client's bootstrap.servers, which is also the address the broker listens on; in a
+        cluster every node's, comma-separated (so that a client finds the cluster while some node is stopped)."""
+        ports = list(self.ports.values()) or [self.port]
+        return ",".join(self._address(port) for port in ports)
+
+    @property
+    def node_ids(self) -> list[int]:
+        """The ids of the nodes (a single broker: its node.id, 1 by default)."""
+        self._require_running()
+        return list(self.ports)
+
+    def _address(self, port: int) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return f"{host}:{port}"
 
     @property
     def control_url(self) -> str | None:
@@ -134,7 +175,7 @@ class EmbeddedBroker:
         return self._ops is not None
 
     def restart(self) -> None:
-        """Stop and start again on the same port and data directory; fault rules and the request log are reset."""
+        """Stop and start again on the same ports and data directory; fault rules and the request log are reset."""
         self._require_running()
         self._stop_broker()
         self._start()
@@ -159,20 +200,23 @@ class EmbeddedBroker:
         return f"EmbeddedBroker(mode={self.mode!r}, {state})"
 
     def reset(self) -> None:
-        """Clear fault rules and the request log, and bring the broker up if it is down (between tests)."""
+        """Clear fault rules and the request log, and bring the broker up if it is down (between tests); in a
+        cluster every node fault is undone too (see `restore_nodes`)."""
         self._require_running()
         self._ops.clear_faults()
         self._ops.clear_requests()
-        if not self._ops.status()["up"]:
+        if self.nodes > 1:
+            self._ops.restore_nodes()
+        elif not self._ops.status()["up"]:
             self._ops.up()
 
     # --- topics and what is stored --------------------------------------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int | None = None,
-                     config: Mapping[str, object] | None = None) -> TopicSummary:
-        """Create a topic (default: num.partitions partitions) with topic-level config overrides; a topic that
-        exists already is left as it is."""
-        found = self._call().create_topic(name, partitions, dict(config or {}) or None)
+    def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, object] | None = None,
+                     *, replication_factor: int | None = None) -> TopicSummary:
+        """Create a topic (default: num.partitions partitions, default.replication.factor replicas) with
+        topic-level config overrides; a topic that exists already is left as it is."""
+        found = self._call().create_topic(name, partitions, dict(config or {}) or None, replication_factor)
         return TopicSummary(**found)
 
     def topics(self, *, include_internal: bool = False) -> dict[str, TopicSummary]:
@@ -234,7 +278,47 @@ class EmbeddedBroker:
 
     @property
     def is_up(self) -> bool:
+        """Every node listens."""
         return bool(self._call().status()["up"])
+
+    # --- nodes of a cluster ---------------------------------------------------------------------------------------
+
+    def nodes_status(self) -> list[NodeSummary]:
+        return [NodeSummary(**node) for node in self._call().nodes()]
+
+    def stop_node(self, node_id: int) -> None:
+        """Stop a node as a crash would look to clients: leadership fails over (Kafka's rules: a new leader from
+        the ISR), its listener closes and its connections are cut. Its data stays for `start_node`."""
+        self._call().stop_node(node_id)
+
+    def start_node(self, node_id: int) -> None:
+        """Start a stopped node again on its port; it rejoins the ISRs once it has caught up."""
+        self._call().start_node(node_id)
+
+    def isolate_node(self, node_id: int, isolated: bool = True) -> None:
+        """Cut a node off from replication (clients still reach it): it falls out of the ISRs after
+        replica.lag.time.max.ms. `isolated=False` restores it."""
+        self._call().isolate_node(node_id, isolated)
+
+    def delay_follower(self, node_id: int, delay_ms: float) -> None:
+        """Make a node copy from its leaders `delay_ms` late (0: on time again)."""
+        self._call().delay_follower(node_id, delay_ms)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Make `node_id`, a live in-sync replica, the partition's leader (its leader epoch goes up by one)."""
+        self._call().move_leader(topic, partition, node_id)
+
+    def leader_of(self, topic: str, partition: int = 0) -> int:
+        """The node leading the partition now (-1 while it has no leader)."""
+        return self.partition_state(topic, partition)["leader"]
+
+    def partition_state(self, topic: str, partition: int = 0) -> dict:
+        """The partition as the controller holds it: {"leader", "leader_epoch", "replicas", "isr", ...}."""
+        return self._call().leader(topic, partition)
+
+    def restore_nodes(self) -> None:
+        """Undo every node fault: stopped nodes start, isolated ones rejoin, delayed ones copy on time."""
+        self._call().restore_nodes()
 
     # --- the request log ------------------------------------------------------------------------------------------
 
@@ -266,42 +350,56 @@ class EmbeddedBroker:
         self._resources.stop_broker()
 
     def _start_thread(self) -> None:
-        from .config import BrokerConfig, ConfigError
+        from ..config import BrokerConfig, ConfigError, Endpoint
+        from ..server.run import ClusterRuntime, StartupError
         from .control.operations import ControlOperations
-        from .server.run import BrokerRuntime, StartupError, registry_for
+        from .runtime import toolkit_for
 
         try:
             config = BrokerConfig.from_sources(overrides=[f"{name}={value}" for name, value in self.settings.items()],
-                                               listen=self.bootstrap_servers, data_dir=self.data_dir)
-            handlers = registry_for(self.emulate)
+                                               listen=self._address(self.port), data_dir=self.data_dir)
+            toolkit = toolkit_for(emulate=self.emulate, control_listen=self._control_listen, record_requests=True)
         except (ConfigError, StartupError) as exc:
             raise EmbeddedBrokerError(str(exc)) from None
-        runtime = BrokerRuntime(config, handlers=handlers, control_listen=self._control_listen,
-                                record_requests=True)
+        listeners = None
+        if self.nodes > 1 and self.ports:  # a restart: every node on its port again
+            listeners = [(Endpoint("PLAINTEXT", self.host, port),) for port in self.ports.values()]
+        runtime = ClusterRuntime(config, nodes=self.nodes, racks=self.racks, node_listeners=listeners,
+                                 **toolkit.runtime_options())
         loop_thread = self._resources.loop_thread()
         try:
             loop_thread.call(runtime.start(), START_TIMEOUT_S)
         except StartupError as exc:
             raise EmbeddedBrokerError(str(exc)) from None
         self._resources.runtime = runtime
-        self.port = runtime.server.listeners[0].port
-        self._resources.control_url = runtime.control.url if runtime.control is not None else None
-        self._ops = _OnLoop(loop_thread, ControlOperations(runtime))
+        self._resources.control_url = toolkit.control.url if toolkit.control is not None else None
+        self._ops = _OnLoop(loop_thread, ControlOperations(runtime, toolkit.injector))
+        self._learn_ports()
 
     def _start_subprocess(self) -> None:
         from .control.client import ControlClient
 
-        command = [sys.executable, "-m", "compatbroker", "serve", "--listen", self.bootstrap_servers,
-                   "--data-dir", self.data_dir, "--control-listen", self._control_listen or "127.0.0.1:0",
-                   "--log-level", self._log_level]
+        command = [sys.executable, "-m", "compatbroker", "serve", "--data-dir", self.data_dir,
+                   "--control-listen", self._control_listen or "127.0.0.1:0", "--log-level", self._log_level]
+        for port in (self.ports.values() if self.nodes > 1 and self.ports else [self.port]):
+            command += ["--listen", self._address(port)]  # a restart: every node on its port again
+        if self.nodes > 1:
+            command += ["--nodes", str(self.nodes)]
+            if self.racks is not None:
+                command += ["--racks", ",".join(rack or "" for rack in self.racks)]
         for name, value in self.settings.items():
             command += ["--set", f"{name}={value}"]
         if self.emulate is not None:
             command += ["--emulate", self.emulate]
-        port, url = self._resources.start_process(command, self.log_path)
-        self.port = port
+        url = self._resources.start_process(command, self.log_path)
         self._resources.control_url = url
         self._ops = ControlClient(url, timeout_s=CALL_TIMEOUT_S)
+        self._learn_ports()
+
+    def _learn_ports(self) -> None:
+        """Each node's port, as the running broker reports it; `port` is the first node's."""
+        self.ports = {node["node_id"]: int(node["address"].rpartition(":")[2]) for node in self._ops.nodes()}
+        self.port = next(iter(self.ports.values()))
 
 
 class _OnLoop:
@@ -354,7 +452,7 @@ class _Resources:
     def __init__(self, root: str):
         self.root = root
         self.control_url: str | None = None
-        self.runtime = None  # the BrokerRuntime on the loop thread (thread mode)
+        self.runtime = None  # the ClusterRuntime on the loop thread (thread mode)
         self._loop_thread: _LoopThread | None = None
         self._process: subprocess.Popen | None = None
 
@@ -370,22 +468,27 @@ class _Resources:
             self._loop_thread = _LoopThread()
         return self._loop_thread
 
-    def start_process(self, command: list[str], log_path: str) -> tuple[int, str]:
-        """Start the broker process and wait for its two ready lines: (port, control URL)."""
+    def start_process(self, command: list[str], log_path: str) -> str:
+        """Start the broker process and wait for its ready lines (where each node listens, then the control
+        endpoint); the control URL."""
         with open(log_path, "ab") as log:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         self._process = process
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_forward_lines, args=(process.stdout, lines), daemon=True).start()
+        control = None
         try:
-            listening = _LISTENING.match(lines.get(timeout=START_TIMEOUT_S) or "")
-            control = _CONTROL.match(lines.get(timeout=START_TIMEOUT_S) or "") if listening else None
+            if _LISTENING.match(lines.get(timeout=START_TIMEOUT_S) or ""):
+                line = lines.get(timeout=START_TIMEOUT_S) or ""
+                while _NODE_LISTENING.match(line):
+                    line = lines.get(timeout=START_TIMEOUT_S) or ""
+                control = _CONTROL.match(line)
         except queue.Empty:
-            listening = control = None
-        if listening is None or control is None:
+            pass
+        if control is None:
             self.stop_process()
             raise EmbeddedBrokerError(f"the broker process did not start: {_tail(log_path)}")
-        return int(listening["port"]), control["url"]
+        return control["url"]
 
     def stop_process(self) -> None:
         process, self._process = self._process, None

@@ -2,9 +2,10 @@
 
 Routes (bodies and answers are JSON; record keys, values and header values are base64 strings, null for null):
 
-    GET    /status                                      up or down, bootstrap servers, node and cluster id
+    GET    /status                                      up or down, bootstrap servers, node ids and cluster id
     GET    /topics                                      [{name, partitions, topic_id, internal}]
-    POST   /topics          {name, partitions, configs} create a topic (an existing one is returned unchanged)
+    POST   /topics          {name, partitions, configs, replication_factor}
+                                                        create a topic (an existing one is returned unchanged)
     GET    /records?topic=T&partition=0&offset=&limit=  stored records of one partition
     GET    /offsets?group=G                             the group's committed offsets
     GET    /transactions?transactional_id=T             transactions by transactional id (all without the id)
@@ -17,8 +18,20 @@ Routes (bodies and answers are JSON; record keys, values and header values are b
     POST   /faults/drops    {after, api, count}         close the connection of a request after `after` others
     POST   /down                                        close the listeners and cut every client connection
     POST   /up                                          listen again on the same ports
+    GET    /nodes                                       [{node_id, rack, address, up, alive, isolated, leader_of}]
+    POST   /nodes/stop      {node_id}                   stop a node: leaders fail over, its listeners close
+    POST   /nodes/start     {node_id}                   start a stopped node again on the same ports
+    POST   /nodes/isolate   {node_id, isolated}         cut a node off from replication (false: restore it)
+    POST   /nodes/delay     {node_id, ms}               make a node copy from its leaders `ms` late
+    POST   /nodes/restore                               undo every node fault (stopped, isolated, delayed, down)
+    GET    /leader?topic=T&partition=0                  {leader, leader_epoch, replicas, isr} of a partition
+    POST   /leader          {topic, partition, node_id} move the partition's leadership to a node of its ISR
 
-A bad argument answers 400, an unknown partition 404, `/up` with its port taken 409; the answer is then
+`ControlService` runs the endpoint beside a `ClusterRuntime` (it is one of the runtime's services, see
+`compatbroker.server.hooks`).
+
+A bad argument answers 400, an unknown partition or node 404, `/up` (or `/nodes/start`) with its port taken and
+`/leader` onto a node outside the ISR 409; the answer is then
 `{"error": "..."}`. Each connection carries one request (the answer says `Connection: close`).
 """
 from __future__ import annotations
@@ -29,7 +42,7 @@ import json
 import logging
 from urllib.parse import parse_qsl, urlsplit
 
-from ..config import format_host_port, parse_endpoint
+from ...config import format_host_port, parse_endpoint
 from . import ControlError
 from .operations import ControlOperations
 
@@ -45,7 +58,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Al
 _ROUTES = {
     ("GET", "/status"): ("status", None, ()),
     ("GET", "/topics"): ("topics", None, ()),
-    ("POST", "/topics"): ("create_topic", "body", ("name", "partitions", "configs")),
+    ("POST", "/topics"): ("create_topic", "body", ("name", "partitions", "configs", "replication_factor")),
     ("GET", "/records"): ("records", "query", ("topic", "partition", "offset", "limit")),
     ("GET", "/offsets"): ("committed_offsets", "query", ("group",)),
     ("GET", "/transactions"): ("transactions", "query", ("transactional_id",)),
@@ -58,8 +71,44 @@ _ROUTES = {
     ("POST", "/faults/drops"): ("drop_connections_after", "body", ("after", "api", "count")),
     ("POST", "/down"): ("down", None, ()),
     ("POST", "/up"): ("up", None, ()),
+    ("GET", "/nodes"): ("nodes", None, ()),
+    ("POST", "/nodes/stop"): ("stop_node", "body", ("node_id",)),
+    ("POST", "/nodes/start"): ("start_node", "body", ("node_id",)),
+    ("POST", "/nodes/isolate"): ("isolate_node", "body", ("node_id", "isolated")),
+    ("POST", "/nodes/delay"): ("delay_follower", "body", ("node_id", "ms")),
+    ("POST", "/nodes/restore"): ("restore_nodes", None, ()),
+    ("GET", "/leader"): ("leader", "query", ("topic", "partition")),
+    ("POST", "/leader"): ("move_leader", "body", ("topic", "partition", "node_id")),
 }
 _PATHS = {path for _, path in _ROUTES}
+
+
+class ControlService:
+    """The control endpoint as a service of a runtime: listens on `listen` once the runtime has started and stops
+    before it; `url` is where it answers."""
+
+    def __init__(self, listen: str, injector):
+        self.listen = listen
+        self.injector = injector
+        self.server: ControlServer | None = None
+
+    @property
+    def url(self) -> str | None:
+        return self.server.url if self.server is not None else None
+
+    async def start(self, runtime) -> str:
+        from ...server.run import StartupError
+
+        try:
+            self.server = await ControlServer.start(ControlOperations(runtime, self.injector), self.listen)
+        except (OSError, ValueError) as exc:
+            raise StartupError(f"cannot listen for control requests on {self.listen}: {exc}") from None
+        return f"compatbroker control on {self.url}"
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.close()
+            self.server = None
 
 
 class ControlServer:

@@ -19,9 +19,10 @@ The handlers themselves are shared; only the declared ranges change.
 
 Each table also says which feature levels the release reports in ApiVersions (`features`): the `transaction.version`
 range its broker supports and the level a cluster formatted with it finalizes (2.8: no such feature; 3.9: level 0
-only; 4.0 on: 0-2, finalized 2). The emulated ApiVersions reports the supported range (`supported_features`), and
-the server sets `Broker.finalized_transaction_version` from the finalized level (`finalized_transaction_version`),
-so the transaction coordinator and the handlers behave as that release's cluster does.
+only; 4.0 on: 0-2, finalized 2). The emulated handlers carry the supported ranges (`EmulatedHandler.
+supported_features`), which the ApiVersions handler reports, and the toolkit has the runtime finalize the release's
+level (`finalized_transaction_version`, see `compatbroker.toolkit.runtime`), so the transaction coordinator and the
+handlers behave as that release's cluster does.
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 
+from ...handlers import CloseConnection
+
 RELEASES = ("2.8", "3.9", "4.0", "4.1", "4.3")
 
 
@@ -38,8 +41,9 @@ class UnknownRelease(ValueError):
     pass
 
 
-class RefusedVersion(Exception):
-    """A request of a version the emulated release advertises but refuses; the server closes the connection."""
+class RefusedVersion(CloseConnection):
+    """A request of a version the emulated release advertises but refuses: the server closes the connection with
+    one WARNING line, as it does for any request whose answer is a closed connection."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +111,7 @@ def advertised(release: str) -> dict[int, tuple[int, int]]:
 
 def emulated_registry(registry: Mapping[int, object], release: str) -> Mapping[int, object]:
     """A handler registry that serves `registry`'s handlers with the version ranges of Kafka `release`."""
-    from ..handlers import build_registry  # the registry's own checks apply to the emulated ranges too
+    from ...handlers import build_registry  # the registry's own checks apply to the emulated ranges too
 
     stand_ins = []
     for key, module in registry.items():
@@ -117,14 +121,17 @@ def emulated_registry(registry: Mapping[int, object], release: str) -> Mapping[i
         low, high = max(api.min, module.MIN_VERSION), min(api.max, module.MAX_VERSION)
         if low > high:
             continue
-        stand_ins.append(EmulatedHandler(module, release, low, high, accepted_min=api.accepted_min))
+        stand_ins.append(EmulatedHandler(module, release, low, high, accepted_min=api.accepted_min,
+                                         supported_features=supported_features(release)))
     return build_registry(stand_ins)
 
 
 class EmulatedHandler:
-    """Stands in for a handler module: the same API and `handle`, the emulated release's version range."""
+    """Stands in for a handler module: the same API and `handle`, the emulated release's version range, and the
+    feature levels the release supports (`supported_features`, which ApiVersions reports)."""
 
-    def __init__(self, module, release: str, min_version: int, max_version: int, *, accepted_min: int):
+    def __init__(self, module, release: str, min_version: int, max_version: int, *, accepted_min: int,
+                 supported_features: Mapping[str, tuple[int, int]] | None = None):
         self.__name__ = f"{module.__name__} (as Kafka {release})"
         self.API_KEY = module.API_KEY
         self.MIN_VERSION = min_version
@@ -132,6 +139,7 @@ class EmulatedHandler:
         self.module = module
         self.release = release
         self.accepted_min = accepted_min
+        self.supported_features = dict(supported_features or {})
         # Only a refusing stand-in wraps `handle`: the others add no call to the hot path.
         self.handle = self._refusing_handle if accepted_min > min_version else module.handle
 

@@ -1,22 +1,24 @@
 """Fault injection and the request log: what a test asks the broker to do wrong, and what the broker saw.
 
-One `FaultInjector` belongs to a server. The connection asks it about every request it is going to serve (only
+One `FaultInjector` serves every node of a runtime: it implements the server's request hooks
+(`compatbroker.server.hooks.RequestHooks`). The connection asks it about every request it is going to serve (only
 when `active` is true, so a broker nobody is testing pays one attribute check per request) and gets back None or a
 `Fault`: delay the request, answer it with an error instead of serving it, or close the connection without an
 answer. Three kinds of rule decide:
 
 - error rules: the next `count` requests of an API (touching a topic, when one is named) are answered with an
-  error code, in the shape Kafka gives that error (`compatbroker.error_responses`); `count=None` keeps the rule
+  error code, in the shape Kafka gives that error (`error_responses`); `count=None` keeps the rule
   until it is cleared. Rules apply in the order they were added, and one request consumes at most one rule.
 - latency rules: requests of an API (or of every API) wait before being served or answered.
 - drop rules: after `after` more requests (of an API, or of any), the connection that sends the next one is closed
   without an answer, `count` times over.
 
 The request log keeps the last `log_size` requests the broker decoded: API, version, client id, correlation id,
-peer, topics, and the fault applied, each numbered, so that a test can ask for what arrived after a point.
+peer, topics, the node that served it (in a cluster, which broker the client reached) and the fault applied, each
+numbered, so that a test can ask for what arrived after a point.
 
 Everything here runs on the broker's event loop; callers in other threads go through the loop (see
-`compatbroker.control`).
+`compatbroker.toolkit.control`).
 """
 from __future__ import annotations
 
@@ -28,9 +30,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .error_responses import can_answer
-from .protocol import API_KEYS
-from .protocol.error_codes import ErrorCode
+from .error_responses import can_answer, error_response
+from ..protocol import API_KEYS
+from ..protocol.error_codes import ErrorCode
 
 DEFAULT_LOG_SIZE = 10_000
 _TOPIC_RESOURCE = 2  # resource_type of a topic in DescribeConfigs and AlterConfigs
@@ -150,6 +152,10 @@ class Fault:
         self.error = error
         self.drop = drop
 
+    def response(self, api_key: int, api_version: int, request):
+        """Kafka's response to `request` failing with this fault's error (None: Kafka sends none)."""
+        return error_response(api_key, api_version, request, self.error)
+
     def __repr__(self):
         return f"Fault(delay_s={self.delay_s}, error={self.error!r}, drop={self.drop})"
 
@@ -171,6 +177,7 @@ class RequestLogEntry:
     delay_ms: int = 0
     dropped: bool = False
     served: bool = True      # False: answered by an injected error, dropped, or a version this broker lacks
+    node_id: int | None = None  # the node whose listener the request reached
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
@@ -272,8 +279,8 @@ class FaultInjector:
 
     # --- called by the connection ---------------------------------------------------------------------------------
 
-    def on_request(self, header, body, peer: str, topic_by_id: Callable[[uuid.UUID], object] | None = None
-                   ) -> Fault | None:
+    def on_request(self, header, body, peer: str, *, node_id: int | None = None,
+                   topic_by_id: Callable[[uuid.UUID], object] | None = None) -> Fault | None:
         """The fault for a request about to be served, or None; logs the request when recording."""
         api_key = header.request_api_key
         topics: tuple[str, ...] | None = None
@@ -290,13 +297,13 @@ class FaultInjector:
         if not (self._errors or self._latencies or self._drops):
             self._update_active()  # the last rule ran out: back to one attribute check per request
         if self.record_requests:
-            self._record(header, peer, topics or (), fault)
+            self._record(header, peer, topics or (), fault, node_id=node_id)
         return fault
 
-    def on_unserved(self, header, peer: str) -> None:
+    def on_unserved(self, header, peer: str, *, node_id: int | None = None) -> None:
         """Log a request the broker does not serve (an API or version it lacks); no fault applies to it."""
         if self.record_requests:
-            self._record(header, peer, (), None, served=False)
+            self._record(header, peer, (), None, served=False, node_id=node_id)
 
     def _take_drop(self, api_key: int) -> bool:
         for rule in self._drops:
@@ -337,8 +344,8 @@ class FaultInjector:
             if rule.remaining <= 0:
                 rules.remove(rule)
 
-    def _record(self, header, peer: str, topics: tuple[str, ...], fault: Fault | None, *, served: bool = True
-                ) -> None:
+    def _record(self, header, peer: str, topics: tuple[str, ...], fault: Fault | None, *, served: bool = True,
+                node_id: int | None = None) -> None:
         self._seq += 1
         injected = fault is not None and (fault.drop or fault.error is not None)
         self._log.append(RequestLogEntry(
@@ -347,7 +354,7 @@ class FaultInjector:
             correlation_id=header.correlation_id, peer=peer, topics=topics,
             injected_error=fault.error.name if fault is not None and fault.error is not None else None,
             delay_ms=round(fault.delay_s * 1000) if fault is not None else 0,
-            dropped=fault is not None and fault.drop, served=served and not injected))
+            dropped=fault is not None and fault.drop, served=served and not injected, node_id=node_id))
 
 
 # --- topics a request names -----------------------------------------------------------------------------------------

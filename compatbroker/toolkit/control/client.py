@@ -61,13 +61,41 @@ class ControlClient:
     def status(self) -> dict:
         return self._call("GET", "/status")
 
+    # --- nodes of a cluster ---------------------------------------------------------------------------------------
+
+    def nodes(self) -> list[dict]:
+        return self._call("GET", "/nodes")
+
+    def stop_node(self, node_id: int) -> dict:
+        return self._call("POST", "/nodes/stop", body={"node_id": node_id})
+
+    def start_node(self, node_id: int) -> dict:
+        return self._call("POST", "/nodes/start", body={"node_id": node_id})
+
+    def isolate_node(self, node_id: int, isolated: bool = True) -> dict:
+        return self._call("POST", "/nodes/isolate", body={"node_id": node_id, "isolated": isolated})
+
+    def delay_follower(self, node_id: int, ms: float) -> dict:
+        return self._call("POST", "/nodes/delay", body={"node_id": node_id, "ms": ms})
+
+    def restore_nodes(self) -> list[dict]:
+        return self._call("POST", "/nodes/restore")
+
+    def leader(self, topic: str, partition: int = 0) -> dict:
+        return self._call("GET", "/leader", query={"topic": topic, "partition": partition})
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> dict:
+        return self._call("POST", "/leader", body={"topic": topic, "partition": partition, "node_id": node_id})
+
     # --- topics, records, offsets, requests -----------------------------------------------------------------------
 
     def topics(self) -> list[dict]:
         return self._call("GET", "/topics")
 
-    def create_topic(self, name: str, partitions: int | None = None, configs: dict | None = None) -> dict:
-        return self._call("POST", "/topics", body={"name": name, "partitions": partitions, "configs": configs})
+    def create_topic(self, name: str, partitions: int | None = None, configs: dict | None = None,
+                     replication_factor: int | None = None) -> dict:
+        return self._call("POST", "/topics", body={"name": name, "partitions": partitions, "configs": configs,
+                                                   "replication_factor": replication_factor})
 
     def records(self, topic: str, partition: int = 0, offset: int | None = None, limit: int | None = None
                 ) -> list[dict]:

@@ -1,6 +1,6 @@
 """compatbroker in Docker for teams that start their test dependencies with testcontainers.
 
-    from compatbroker.testing import CompatBrokerContainer
+    from compatbroker.toolkit.testing import CompatBrokerContainer
 
     with CompatBrokerContainer(emulate="3.9") as broker:
         producer = KafkaProducer(bootstrap_servers=broker.get_bootstrap_server())

@@ -1,0 +1,16 @@
+"""The testing toolkit: what compatbroker offers test suites on top of the broker.
+
+- `embedded`: `EmbeddedBroker`, a broker (or cluster) in a thread or a subprocess of a test suite
+  (`from compatbroker import EmbeddedBroker`);
+- `pytest_plugin`: the `compatbroker` and `compatbroker_fresh` fixtures (the `pytest11` entry point);
+- `faults`: fault injection and the request log, the server's request hooks (`compatbroker.server.hooks`);
+- `error_responses`: the response Kafka gives a request failing with one error code (what injected errors answer);
+- `control/`: the HTTP/JSON control endpoint (`--control-listen`), its operations and its Python client;
+- `emulation/`: version emulation of Apache Kafka releases (`--emulate`), with the releases' tables;
+- `runtime`: how these plug into the server's runtime;
+- `testing`: compatbroker in Docker through testcontainers.
+
+The toolkit depends on the core (server, handlers, broker) and the core never imports it: the server calls it
+through the interfaces of `compatbroker.server.hooks`. Importing this package loads nothing (the pytest plugin,
+loaded in every test run of a project that installs compatbroker, must stay cheap).
+"""

@@ -1,0 +1,351 @@
+"""The control operations: everything a test may ask of a running broker, as coroutines on the broker's loop.
+
+The HTTP endpoint (`http.py`) maps routes onto these methods, and the embedded broker calls them directly from its
+thread (`asyncio.run_coroutine_threadsafe`), so both give the same answers. Answers are plain data (dicts, lists,
+strings, numbers) except record keys, values and header values, which are bytes here and base64 over HTTP.
+A request that cannot be honoured raises `ControlError` with an HTTP status and a one-line reason.
+
+In a cluster (`compatbroker serve --nodes N`) the operations see the whole cluster: records are read from the
+partition's leader (any replica while it has none), committed offsets and transactions from the node coordinating
+them, and the node operations stop, start and isolate nodes, delay a follower and move leaders.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from ... import topic_names
+from ...cluster import ControllerError
+from ...protocol.error_codes import ErrorCode
+from ...protocol.records import DEFAULT_MAX_UNCOMPRESSED_SIZE, iter_batches, iter_records
+from ...storage import StorageError
+from ...storage.log_config import ConfigError
+from ..faults import FaultError
+from . import ControlError
+
+if TYPE_CHECKING:
+    from ...server.run import ClusterRuntime
+    from ..faults import FaultInjector
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RECORD_LIMIT = 1000
+_READ_CHUNK_BYTES = 1 << 20
+
+
+class ControlOperations:
+    """The operations on `runtime`, whose request hooks are `injector`."""
+
+    def __init__(self, runtime: ClusterRuntime, injector: FaultInjector):
+        self._runtime = runtime
+        self._injector = injector
+
+    @property
+    def _broker(self):
+        return self._runtime.broker
+
+    # --- faults ---------------------------------------------------------------------------------------------------
+
+    async def inject_error(self, api, error, count=1, topic=None) -> dict:
+        with _bad_request():
+            return self._injector.inject_error(api, error, count, topic).describe()
+
+    async def inject_latency(self, api, ms, count=None) -> dict:
+        with _bad_request():
+            rule = self._injector.inject_latency(api, ms, count)
+        return rule.describe() if rule is not None else {"api": api, "ms": 0, "remaining": None}
+
+    async def drop_connections_after(self, after=0, api=None, count=1) -> dict:
+        with _bad_request():
+            return self._injector.drop_connections_after(after, api, count).describe()
+
+    async def clear_faults(self) -> dict:
+        self._injector.clear_faults()
+        return self._injector.faults()
+
+    async def faults(self) -> dict:
+        return self._injector.faults()
+
+    # --- availability ---------------------------------------------------------------------------------------------
+
+    async def down(self) -> dict:
+        """Every node vanishes from the network (the cluster's state is kept; nothing fails over)."""
+        for server in self._runtime.servers.values():
+            await server.go_down()
+        return await self.status()
+
+    async def up(self) -> dict:
+        try:
+            for server in self._runtime.servers.values():
+                server.come_up()
+        except OSError as exc:
+            raise ControlError(409, f"cannot listen again: {exc}") from None
+        return await self.status()
+
+    async def status(self) -> dict:
+        runtime = self._runtime
+        return {"up": not any(server.is_down for server in runtime.servers.values()),
+                "bootstrap_servers": runtime.bootstrap_servers, "node_id": runtime.broker.node_id,
+                "node_ids": runtime.node_ids, "cluster_id": runtime.broker.cluster_id,
+                "data_dir": runtime.config.data_dir, "pid": os.getpid()}
+
+    # --- nodes of a cluster ---------------------------------------------------------------------------------------
+
+    async def nodes(self) -> list[dict]:
+        """Every node: id, rack, address, whether it listens (`up`), is alive for the controller and isolated from
+        replication, and how many partitions it leads."""
+        runtime = self._runtime
+        metadata = runtime.cluster.metadata
+        leading: dict[int, int] = {}
+        for state in metadata.all_partitions():
+            leading[state.leader] = leading.get(state.leader, 0) + 1
+        answer = []
+        for node_id in runtime.node_ids:
+            info = metadata.nodes[node_id]
+            answer.append({"node_id": node_id, "rack": info.rack, "address": runtime.address_of(node_id),
+                           "up": runtime.node_is_up(node_id), "alive": info.alive, "isolated": info.isolated,
+                           "leader_of": leading.get(node_id, 0)})
+        return answer
+
+    async def stop_node(self, node_id) -> dict:
+        """Stop a node: leadership fails over, its listeners close and its connections are cut."""
+        node_id = self._node_id(node_id)
+        await self._runtime.stop_node(node_id)
+        return await self._node(node_id)
+
+    async def start_node(self, node_id) -> dict:
+        """Start a stopped node again on the same ports."""
+        node_id = self._node_id(node_id)
+        try:
+            self._runtime.start_node(node_id)
+        except OSError as exc:
+            raise ControlError(409, f"cannot listen again: {exc}") from None
+        return await self._node(node_id)
+
+    async def isolate_node(self, node_id, isolated=True) -> dict:
+        """Cut a node off from replication (it still serves clients; it falls out of the ISRs), or restore it."""
+        node_id = self._node_id(node_id)
+        if not isinstance(isolated, bool):
+            raise ControlError(400, f"isolated is true or false, got {isolated!r}")
+        self._runtime.cluster.isolate_node(node_id, isolated)
+        return await self._node(node_id)
+
+    async def delay_follower(self, node_id, ms) -> dict:
+        """Make a node copy from its leaders `ms` milliseconds late (0: on time again)."""
+        node_id = self._node_id(node_id)
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms < 0:
+            raise ControlError(400, f"ms must be a number of at least 0, got {ms!r}")
+        self._runtime.cluster.replication.delay_follower(node_id, ms)
+        return {"node_id": node_id, "delay_ms": ms}
+
+    async def leader(self, topic, partition=0) -> dict:
+        """The partition's leader (-1 while it has none), leader epoch, replicas and ISR."""
+        state = self._partition_state(topic, partition)
+        return {"topic": state.topic, "partition": state.partition, "leader": state.leader,
+                "leader_epoch": state.leader_epoch, "replicas": list(state.replicas), "isr": list(state.isr)}
+
+    async def move_leader(self, topic, partition, node_id) -> dict:
+        """Make `node_id` (a live in-sync replica) the partition's leader; its leader epoch goes up by one."""
+        state = self._partition_state(topic, partition)
+        node_id = self._node_id(node_id)
+        try:
+            self._runtime.cluster.move_leader(state.topic, state.partition, node_id)
+        except ControllerError as exc:
+            raise ControlError(409, str(exc)) from None
+        return await self.leader(state.topic, state.partition)
+
+    async def restore_nodes(self) -> list[dict]:
+        """Undo every node fault: stopped nodes start, isolated ones rejoin, delayed followers copy on time, and
+        every node listens (after `down`)."""
+        runtime = self._runtime
+        for node_id in runtime.node_ids:
+            info = runtime.cluster.metadata.nodes[node_id]
+            if info.isolated:
+                runtime.cluster.isolate_node(node_id, False)
+            runtime.cluster.replication.delay_follower(node_id, 0)
+            if not info.alive or not runtime.node_is_up(node_id):
+                try:
+                    runtime.start_node(node_id)
+                except OSError as exc:
+                    raise ControlError(409, f"node {node_id} cannot listen again: {exc}") from None
+        return await self.nodes()
+
+    def _node_id(self, node_id) -> int:
+        node_id = _int(node_id, "node_id")
+        if node_id not in self._runtime.servers:
+            raise ControlError(404, f"no node {node_id}; the nodes are {', '.join(map(str, self._runtime.node_ids))}")
+        return node_id
+
+    async def _node(self, node_id: int) -> dict:
+        return next(node for node in await self.nodes() if node["node_id"] == node_id)
+
+    def _partition_state(self, topic, partition):
+        if not isinstance(topic, str) or not topic:
+            raise ControlError(400, f"a topic name is a non-empty string, got {topic!r}")
+        state = self._runtime.cluster.metadata.partition(topic, _int(partition, "partition"))
+        if state is None:
+            raise ControlError(404, f"no partition {topic}-{partition}")
+        return state
+
+    # --- topics and records ---------------------------------------------------------------------------------------
+
+    async def topics(self) -> list[dict]:
+        return [_topic(info) for info in sorted(self._broker.topics().values(), key=lambda info: info.name)]
+
+    async def create_topic(self, name, partitions=None, configs=None, replication_factor=None) -> dict:
+        """Create a topic (an existing one is returned as it is); `replication_factor` defaults to
+        default.replication.factor."""
+        broker = self._broker
+        if not isinstance(name, str):
+            raise ControlError(400, f"a topic name is a string, got {name!r}")
+        if broker.topic(name) is None:
+            reason = topic_names.invalid_reason(name)
+            if reason is not None:
+                raise ControlError(400, reason)
+            collision = topic_names.find_collision(name, broker.topics())
+            if collision is not None:
+                raise ControlError(409, f"topic {name} collides with existing topic {collision}")
+        if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int)
+                                       or partitions < 1):
+            raise ControlError(400, f"partitions must be a positive integer, got {partitions!r}")
+        if replication_factor is not None:
+            replication_factor = _int(replication_factor, "replication_factor", minimum=1)
+        configs = {str(key): str(value) for key, value in (configs or {}).items()}
+        try:
+            info = broker.create_topic(name, partitions, configs or None, replication_factor=replication_factor)
+        except (ConfigError, ControllerError, StorageError, ValueError) as exc:
+            raise ControlError(400, f"cannot create topic {name}: {exc}") from None
+        return _topic(info)
+
+    async def records(self, topic, partition=0, offset=None, limit=DEFAULT_RECORD_LIMIT) -> list[dict]:
+        """Stored records of a partition from `offset` (default: the log start), at most `limit`; control batches
+        (transaction markers) are left out."""
+        partition, limit = _int(partition, "partition"), _int(limit, "limit", minimum=1)
+        partition_log = self._replica_log(topic, partition)
+        if partition_log is None:
+            raise ControlError(404, f"no partition {topic}-{partition}")
+        position = partition_log.log_start_offset if offset is None else max(_int(offset, "offset"),
+                                                                              partition_log.log_start_offset)
+        found: list[dict] = []
+        while position < partition_log.log_end_offset and len(found) < limit:
+            data = memoryview(partition_log.read_bytes(position, _READ_CHUNK_BYTES))
+            next_position = position
+            for start, header in iter_batches(data, allow_partial_tail=True):
+                next_position = header.next_offset
+                if header.is_control:
+                    continue
+                for record in iter_records(data[start:start + header.size], max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE):
+                    if record.offset >= position and len(found) < limit:
+                        found.append(_record(topic, partition, record))
+            if next_position <= position:
+                break  # nothing readable here (should not happen): stop rather than spin
+            position = next_position
+        return found
+
+    def _replica_log(self, topic, partition: int):
+        """The leader's replica of a partition; while it has no leader, the first replica a node hosts."""
+        nodes = self._runtime.cluster.nodes
+        state = self._runtime.cluster.metadata.partition(topic, partition) if isinstance(topic, str) else None
+        if state is None:
+            return None
+        for node_id in [state.leader, *state.replicas]:
+            node = nodes.get(node_id)
+            replica = node.get_log(topic, partition) if node is not None else None
+            if replica is not None:
+                return replica
+        return None
+
+    # --- groups ---------------------------------------------------------------------------------------------------
+
+    async def committed_offsets(self, group) -> list[dict]:
+        """The group's committed offsets (after `__consumer_offsets` has been replayed), from the node
+        coordinating the group; none while no node does."""
+        from ...coordinator import coordinator_of
+
+        if not isinstance(group, str) or not group:
+            raise ControlError(400, "a group id is a non-empty string")
+        coordinator = None
+        for node in self._runtime.cluster.nodes.values():
+            candidate = coordinator_of(node)
+            await candidate.start()
+            if candidate.error_for(group) == ErrorCode.NONE:
+                coordinator = candidate
+                break
+        if coordinator is None:
+            return []
+        committed = coordinator.offsets.fetch(group)
+        return [{"topic": entry.topic, "partition": entry.partition, "offset": entry.offset,
+                 "leader_epoch": entry.leader_epoch, "metadata": entry.metadata}
+                for _, entry in sorted(committed.items())]
+
+    # --- transactions ---------------------------------------------------------------------------------------------
+
+    async def transactions(self, transactional_id=None) -> list[dict]:
+        """Every transactional id the transaction coordinator knows (after `__transaction_state` has been
+        replayed), or the one named: state, producer id and epoch, timeout, start time and partitions."""
+        from ...coordinator.transactions import transactions_of
+
+        if transactional_id is not None and (not isinstance(transactional_id, str) or not transactional_id):
+            raise ControlError(400, "a transactional id is a non-empty string")
+        views = []
+        for node in self._runtime.cluster.nodes.values():  # each node knows the ids of the partitions it leads
+            coordinator = transactions_of(node)
+            await coordinator.start()
+            views += [view for view in coordinator.views()
+                      if coordinator.error_for(view.transactional_id) == ErrorCode.NONE]
+        if transactional_id is not None:
+            views = [view for view in views if view.transactional_id == transactional_id]
+        return [_transaction(view) for view in sorted(views)]
+
+    # --- the request log ------------------------------------------------------------------------------------------
+
+    async def requests(self, since=0, api=None) -> list[dict]:
+        with _bad_request():
+            return [entry.to_dict() for entry in self._injector.requests(_int(since, "since"), api)]
+
+    async def clear_requests(self) -> dict:
+        self._injector.clear_requests()
+        return {"last_seq": self._injector.last_seq}
+
+
+def _topic(info) -> dict:
+    return {"name": info.name, "partitions": info.partitions, "topic_id": str(info.topic_id),
+            "internal": info.is_internal}
+
+
+def _transaction(view) -> dict:
+    return {"transactional_id": view.transactional_id, "state": view.state, "producer_id": view.producer_id,
+            "producer_epoch": view.producer_epoch, "transaction_timeout_ms": view.transaction_timeout_ms,
+            "transaction_start_time_ms": view.transaction_start_time_ms,
+            "partitions": [[topic, partition] for topic, partition in view.partitions]}
+
+
+def _record(topic: str, partition: int, record) -> dict:
+    return {"topic": topic, "partition": partition, "offset": record.offset, "timestamp": record.timestamp,
+            "key": _bytes(record.key), "value": _bytes(record.value),
+            "headers": [[name, _bytes(value)] for name, value in record.headers]}
+
+
+def _bytes(value):
+    return None if value is None else bytes(value)
+
+
+def _int(value, what: str, minimum: int = 0) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ControlError(400, f"{what} must be an integer, got {value!r}") from None
+    if number < minimum:
+        raise ControlError(400, f"{what} must be at least {minimum}, got {number}")
+    return number
+
+
+@contextlib.contextmanager
+def _bad_request():
+    """Turns the injector's FaultError (a bad API name, error or count) into a 400 answer."""
+    try:
+        yield
+    except FaultError as exc:
+        raise ControlError(400, str(exc)) from None
