@@ -132,16 +132,19 @@ class CompatBroker(BrokerProcess):
 
     @classmethod
     def start(cls, data_dir: Path, log_path: Path, *, partitions: int = 8, timeout_s: float = 30.0,
-              settings: dict | None = None, pycache: Path | None = None) -> "CompatBroker":
+              settings: dict | None = None, pycache: Path | None = None,
+              args: tuple[str, ...] = ()) -> "CompatBroker":
         """Start the broker and wait for its `listening` line; startup_s is the time from spawn to that line.
 
         `pycache`: where the broker's bytecode is cached (PYTHONPYCACHEPREFIX), even when the environment says
         PYTHONDONTWRITEBYTECODE: an installed package has its bytecode compiled at install time, and compiling
-        every module at each start would be most of the startup time measured."""
+        every module at each start would be most of the startup time measured. `args`: more command-line
+        options (`--nodes 3`: a cluster in the process; the bootstrap is its first node)."""
         cmd = [sys.executable, "-m", "compatbroker", "serve", "--listen", "127.0.0.1:0",
                "--data-dir", str(data_dir), "--set", "num.partitions=%d" % partitions]
         for key, value in (settings or {}).items():
             cmd += ["--set", "%s=%s" % (key, value)]
+        cmd += list(args)  # e.g. ("--nodes", "3")
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         if pycache is not None:
             env.pop("PYTHONDONTWRITEBYTECODE", None)

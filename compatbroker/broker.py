@@ -1,11 +1,12 @@
-"""The Broker: the one object that ties configuration, storage and the request handlers together.
+"""The Broker: one node of a cluster, tying its configuration, storage and the request handlers together.
 
 It owns
-- the LogManager of the data directory (start-up, shutdown) and with it `meta.properties`, which keeps the cluster
+- the LogManager of its data directory (start-up, shutdown) and with it `meta.properties`, which keeps the cluster
   id (generated on first start) and the node id;
-- the topic registry: name, persistent topic id, partition count and whether Kafka treats it as internal; topics
-  are created, grown (CreatePartitions) and deleted here, so that storage, long polls and committed offsets follow;
-  creating and growing are all or nothing (a storage failure leaves no partition and no registry entry behind);
+- the view handlers need of the cluster (`compatbroker.cluster`): the topic registry (name, persistent topic id,
+  partition count, internal or not), each partition's state (replicas, ISR, leader, leader epoch) and whether this
+  node leads it, and the other nodes' advertised endpoints. Topics are created, grown and deleted through the
+  cluster, all or nothing across its nodes; a broker made on its own (`Broker(config)`) is a cluster of one;
 - append notification: a Fetch long poll awaits `wait_for_append`, which Produce wakes through `notify_appended`;
 - the periodic storage work Kafka runs on its scheduler: time-based flushes, checkpoints, retention and compaction,
   each at its configured interval, with the blocking parts (fsync, cleaning) in executor threads; checkpoint
@@ -20,44 +21,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
-from . import topic_names
+from .cluster import Cluster
+from .cluster.cluster import node_data_dirs
+from .cluster.metadata import PartitionState, TopicInfo
 from .config import BrokerConfig, Endpoint
 from .fetch_session import FetchSessionCache
 from .storage import Log, LogManager
 from .storage.checkpoints import PARTITION_METADATA, write_partition_metadata
 from .storage.log_manager import write_checkpoints
 from .storage.log_config import LONG_MAX
+from .topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 
 _BACKGROUND_STOP_GRACE_S = 2.0
 
 
-@dataclass(frozen=True)
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    partitions: int
-    is_internal: bool
-
-
 ROLL_FLUSH_CHECK_MS = 1000
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig):
+    def __init__(self, config: BrokerConfig, *, cluster: Cluster | None = None):
         self.config = config
         self.node_id = config.node_id
+        self.rack = config.broker_rack
+        self.cluster = cluster if cluster is not None else Cluster(config)
+        self.cluster.add_node(self)
         self.cluster_id: str | None = None  # read from (or written to) meta.properties by startup()
-        self.logs = LogManager(config.data_dir, broker_properties=config.storage_properties(),
+        self.logs = LogManager(config.data_dirs, broker_properties=config.storage_properties(),
                                node_id=config.node_id)
         self.fetch_sessions: FetchSessionCache = FetchSessionCache(
             config.max_incremental_fetch_session_cache_slots)
@@ -67,10 +64,9 @@ class Broker:
         # The finalized level of the `transaction.version` feature (2: KIP-890 transactions v2); `--emulate` of a
         # release that does not finalize it sets it lower.
         self.finalized_transaction_version: int = 2
-        self._topics: dict[str, TopicInfo] = {}
-        self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self._append_waiters: dict[tuple[str, int], set[asyncio.Future]] = {}
         self._advertised_by_port: dict[int, Endpoint] = {}
+        self._bound_listeners: list[tuple[Endpoint, int]] = []  # (configured listener, bound port)
         self._background: list[asyncio.Task] = []
         self._stopping: asyncio.Event | None = None
         self._closing = False
@@ -80,10 +76,14 @@ class Broker:
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     def startup(self) -> None:
-        """Load every partition (recovering after a crash) and the topic registry."""
+        """Load every partition (recovering after a crash) and the topic registry: the whole cluster's start-up,
+        which loads every node once."""
+        self.cluster.startup()
+
+    def load_logs(self) -> None:
+        """This node's part of the start-up (the cluster calls it)."""
         self.logs.startup(self.now_ms())
         self.cluster_id = self.logs.cluster_id
-        self._load_topics()
 
     def start_background_work(self) -> None:
         """Start the periodic storage work; call from the running event loop after startup()."""
@@ -93,8 +93,7 @@ class Broker:
             # at least every second: besides flush.ms, a rolled segment waits here for its fsync (Kafka schedules
             # that flush at roll time)
             (min(int(self.config.get("log.flush.scheduler.interval.ms")), ROLL_FLUSH_CHECK_MS), self.flush_due_logs),
-            (min(storage.log_flush_offset_checkpoint_interval_ms,
-                 storage.log_flush_start_offset_checkpoint_interval_ms), self.checkpoint),
+            (self._checkpoint_interval_ms(), self.checkpoint),
             (storage.log_retention_check_interval_ms, self.run_retention),
             (self.config.producer_id_expiration_check_interval_ms, self.expire_producers),
             (self.config.transaction_remove_expired_transaction_cleanup_interval_ms, self.expire_transactional_ids),
@@ -111,6 +110,16 @@ class Broker:
         from .coordinator.transactions import transactions_of
         coordinator_of(self)  # loads __consumer_offsets in the background; group requests wait for it
         transactions_of(self)  # loads __transaction_state likewise
+
+    def _checkpoint_interval_ms(self) -> int:
+        """Recovery points and log start offsets are checkpointed at their intervals; replicated partitions' high
+        watermarks (in the same pass) at replica.high.watermark.checkpoint.interval.ms."""
+        storage = self.config.storage
+        interval = min(storage.log_flush_offset_checkpoint_interval_ms,
+                       storage.log_flush_start_offset_checkpoint_interval_ms)
+        if self.cluster.multi_node:
+            interval = min(interval, self.config.replica_high_watermark_checkpoint_interval_ms)
+        return interval
 
     def begin_shutdown(self) -> None:
         """Answer every long poll now and make later ones return at once (the server is draining)."""
@@ -150,6 +159,8 @@ class Broker:
         advertised = self.config.advertised_for(listener)
         if advertised is not None:
             self._advertised_by_port[bound_port] = advertised
+        self._bound_listeners = [entry for entry in self._bound_listeners if entry[0].name != listener.name]
+        self._bound_listeners.append((listener, bound_port))
 
     def advertised_endpoint(self, listener_host: str, listener_port: int) -> tuple[str, int]:
         """The host and port clients must use to reach this broker through the listener a request arrived on."""
@@ -158,76 +169,123 @@ class Broker:
             return listener_host, listener_port
         return advertised.host, advertised.port or listener_port
 
-    # --- topics ---------------------------------------------------------------------------------------------------
+    def endpoint_of(self, node_id: int, listener_host: str, listener_port: int) -> tuple[str, int] | None:
+        """Where a client that reached this node on (`listener_host`, `listener_port`) finds node `node_id` (its
+        listener of the same name); None for a node that has never listened."""
+        if node_id == self.node_id:
+            return self.advertised_endpoint(listener_host, listener_port)
+        node = self.cluster.nodes.get(node_id)
+        if node is None or not node._bound_listeners:
+            return None
+        name = next((listener.name for listener, port in self._bound_listeners if port == listener_port), None)
+        listener, port = next(((listener, port) for listener, port in node._bound_listeners
+                               if listener.name == name), node._bound_listeners[0])
+        advertised = node._advertised_by_port.get(port)
+        if advertised is not None:
+            return advertised.host, advertised.port or port
+        # a wildcard listener advertises the address the client used to reach us, as the server does for its own
+        return (listener_host if listener.is_wildcard else listener.host), port
+
+    def alive_node_ids(self) -> list[int]:
+        return self.cluster.metadata.alive_nodes()
+
+    # --- topics and partitions (the cluster's metadata) ----------------------------------------------------------
+
+    @property
+    def metadata(self):
+        return self.cluster.metadata
+
+    @property
+    def controller(self):
+        return self.cluster.controller
 
     def topics(self) -> dict[str, TopicInfo]:
-        return dict(self._topics)
+        return self.cluster.metadata.topics()
 
     def topic(self, name: str) -> TopicInfo | None:
-        return self._topics.get(name)
+        return self.cluster.metadata.topic(name)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return self._topics_by_id.get(topic_id)
+        return self.cluster.metadata.topic_by_id(topic_id)
 
-    def create_topic(self, name: str, partitions: int | None = None, configs: dict | None = None) -> TopicInfo:
-        """Create a topic with `partitions` (default num.partitions) and topic-level config overrides; returns the
-        existing topic unchanged if there is one. The name is not checked here (handlers validate it first); a bad
-        override raises storage's ConfigError before anything is written. All or nothing: when storage fails
-        (OSError, StorageError) it has removed what it made, the topic is not registered, and the error is raised."""
-        existing = self._topics.get(name)
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        return self.cluster.metadata.partition(topic, partition)
+
+    def is_leader(self, topic: str, partition: int) -> bool:
+        state = self.cluster.metadata.partition(topic, partition)
+        return state is not None and state.leader == self.node_id
+
+    def create_topic(self, name: str, partitions: int | None = None, configs: dict | None = None, *,
+                     replication_factor: int | None = None,
+                     assignment: dict[int, list[int]] | None = None) -> TopicInfo:
+        """Create a topic with `partitions` (default num.partitions), `replication_factor` (default
+        default.replication.factor) or a manual `assignment` (partition -> node ids), and topic-level config
+        overrides; returns the existing topic unchanged if there is one. The name is not checked here (handlers
+        validate it first); a bad override raises storage's ConfigError, an impossible placement the controller's
+        ControllerError, before anything is written. All or nothing across the nodes: when storage fails (OSError,
+        StorageError) what was made is removed, the topic is not registered, and the error is raised."""
+        existing = self.topic(name)
         if existing is not None:
             return existing
         count = self.config.num_partitions if partitions is None else partitions
-        if count < 1:
+        if count < 1 and not assignment:
             raise ValueError(f"a topic needs at least one partition, got {count}")
-        topic_id = self.logs.create_topic(name, count, now_ms=self.now_ms(), overrides=configs)
-        info = TopicInfo(name, topic_id, count, topic_names.is_internal(name))
-        self._register(info)
-        log.info("created topic %s with %d partition(s), id %s", name, count, topic_id)
-        return info
+        factor = self.config.default_replication_factor if replication_factor is None else replication_factor
+        return self.cluster.create_topic(name, count, factor, configs=configs, assignment=assignment)
 
     def check_topic_configs(self, configs: dict) -> None:
         """Raise storage's ConfigError unless `configs` are valid topic-level overrides (nothing is changed)."""
         self.logs.default_config.with_overrides({name: str(value) for name, value in configs.items()})
 
-    def add_partitions(self, name: str, count: int) -> TopicInfo:
-        """Grow topic `name` to `count` partitions (CreatePartitions); the new ones start empty. TopicInfo is
-        frozen, so the registry gets a new one; Metadata reports the new count from then on. All or nothing: when a
-        new partition cannot be created, those this call made are deleted again, the topic keeps its count, and
-        the error (OSError, StorageError) is raised."""
-        info = self._topics[name]
-        if count <= info.partitions:
-            raise ValueError(f"topic {name} has {info.partitions} partition(s): {count} would not be an increase")
-        self.logs.create_partitions(name, range(info.partitions, count), now_ms=self.now_ms())
-        grown = dataclasses.replace(info, partitions=count)
-        self._register(grown)
-        log.info("topic %s grown from %d to %d partition(s)", name, info.partitions, count)
-        return grown
+    def set_topic_config(self, topic: str, overrides: dict) -> None:
+        """Make `overrides` the topic's whole override set on every node (persisted, applied live); OSError when a
+        node's disk refuses it (the nodes before it have it)."""
+        for node in self.cluster.nodes.values():
+            node.logs.set_topic_config(topic, overrides)
+
+    def add_partitions(self, name: str, count: int, *, assignment: list[list[int]] | None = None) -> TopicInfo:
+        """Grow topic `name` to `count` partitions (CreatePartitions), placed like the topic's or by `assignment`;
+        the new ones start empty. All or nothing across the nodes (OSError, StorageError, ControllerError)."""
+        return self.cluster.add_partitions(name, count, assignment=assignment)
 
     async def delete_topic(self, name: str) -> TopicInfo | None:
-        """Delete topic `name`; returns what it was, or None when there is no such topic.
+        """Delete topic `name` on every node; returns what it was, or None when there is no such topic.
 
-        Before the first await the topic leaves the registry (so Produce, Fetch and ListOffsets answer it as
-        unknown), its partition directories are renamed for deletion and removed, and the long polls waiting on it
-        wake up and answer; storage's errors there are raised (the topic has left the registry by then). Then the
-        checkpoints are rewritten without its partitions (a failure there is logged: the periodic checkpoint
-        retries), and, as Kafka's group coordinator does when partitions are deleted, every group's committed
-        offsets of its partitions get tombstones. A topic of the same name created later gets a new topic id and
-        starts empty."""
-        info = self._topics.pop(name, None)
+        Before the first await the topic leaves the metadata (so Produce, Fetch and ListOffsets answer it as
+        unknown), every node renames its replicas' directories for deletion and removes them, and the long polls
+        waiting on it wake up and answer; storage's errors there are raised (the topic has left the registry by
+        then). Then each node rewrites its checkpoints without those partitions (a failure there is logged: the
+        periodic checkpoint retries), and, as Kafka's group coordinator does when partitions are deleted, every
+        group's committed offsets of its partitions get tombstones. A topic of the same name created later gets a
+        new topic id and starts empty."""
+        info = self.cluster.remove_topic(name)
         if info is None:
             return None
-        self._topics_by_id.pop(info.topic_id, None)
-        self.logs.delete_topic(name)
-        for partition in range(info.partitions):
-            self.notify_appended(name, partition)  # a fetch waiting on a deleted partition answers now
+        failure = None
+        for node in self.cluster.nodes.values():
+            try:
+                node.drop_topic(info)
+            except (OSError, Exception) as exc:  # noqa: BLE001 - every node drops its replicas; the first error is raised
+                failure = failure or exc
         log.info("deleted topic %s (id %s, %d partition(s))", name, info.topic_id, info.partitions)
+        for node in self.cluster.nodes.values():
+            await node.forget_topic(info)
+        if failure is not None:
+            raise failure
+        return info
+
+    def drop_topic(self, info: TopicInfo) -> None:
+        """This node's replicas of a deleted topic go, and the long polls on them answer."""
+        self.logs.delete_topic(info.name)
+        for partition in range(info.partitions):
+            self.notify_appended(info.name, partition)  # a fetch waiting on a deleted partition answers now
+
+    async def forget_topic(self, info: TopicInfo) -> None:
         try:  # no recovery point of the old partitions may apply to a topic re-created later
             await self.checkpoint()
         except OSError as exc:  # the topic is gone either way; the periodic checkpoint writes again
-            log.warning("checkpoint after deleting topic %s failed: %s", name, exc)
+            log.warning("checkpoint after deleting topic %s failed: %s", info.name, exc)
         await self._delete_committed_offsets(info)
-        return info
 
     async def _delete_committed_offsets(self, info: TopicInfo) -> None:
         coordinator = self.coordinator
@@ -242,29 +300,17 @@ class Broker:
                             group_id, info.name, exc)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
+        """This node's replica of the partition, leader or follower; None when it hosts none."""
         return self.logs.get_log(topic, partition)
 
     def has_partition(self, topic: str, partition: int) -> bool:
-        info = self._topics.get(topic)
-        return info is not None and 0 <= partition < info.partitions
+        return self.cluster.metadata.partition(topic, partition) is not None
 
     def leader_epoch(self, topic: str, partition: int) -> int:
-        """Always 0: this broker has led every partition since its creation, and no election ever bumps it."""
-        return 0
+        state = self.cluster.metadata.partition(topic, partition)
+        return 0 if state is None else state.leader_epoch
 
-    def _load_topics(self) -> None:
-        """Rebuild the registry from the partition directories found by the LogManager."""
-        counts: dict[str, int] = {}
-        for topic, partition in self.logs.logs:
-            counts[topic] = max(counts.get(topic, 0), partition + 1)
-        now_ms = self.now_ms()
-        for topic, count in sorted(counts.items()):
-            for partition in range(count):  # a lost partition directory comes back empty, as a gap would confuse
-                self.logs.create_log(topic, partition, now_ms=now_ms)  # every client
-            topic_id = self.logs.topic_ids.get(topic) or self._assign_topic_id(topic, count)
-            self._register(TopicInfo(topic, topic_id, count, topic_names.is_internal(topic)))
-
-    def _assign_topic_id(self, topic: str, partitions: int) -> uuid.UUID:
+    def assign_topic_id(self, topic: str, partitions: int) -> uuid.UUID:
         """Give a topic found without `partition.metadata` files (data from a Kafka before 2.8) a topic id."""
         topic_id = self.logs.topic_ids[topic] = uuid.uuid4()
         for partition in range(partitions):
@@ -272,14 +318,28 @@ class Broker:
             write_partition_metadata(os.path.join(directory, PARTITION_METADATA), topic_id)
         return topic_id
 
-    def _register(self, info: TopicInfo) -> None:
-        self._topics[info.name] = info
-        self._topics_by_id[info.topic_id] = info
+    def on_partitions_changed(self, changed: list[PartitionState]) -> None:
+        """The controller changed these partitions: long polls on them answer (a follower's reader must learn that
+        its leader moved), and the coordinators learn which partitions of their topics this node now leads."""
+        gained: dict[str, set[int]] = {}
+        lost: dict[str, set[int]] = {}
+        for state in changed:
+            self.notify_appended(state.topic, state.partition, replicate=False)
+            if state.topic in (GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC):
+                target = gained if state.leader == self.node_id else lost
+                target.setdefault(state.topic, set()).add(state.partition)
+        for topic, coordinator in ((GROUP_METADATA_TOPIC, self.coordinator),
+                                   (TRANSACTION_STATE_TOPIC, self.transactions)):
+            if coordinator is not None and (topic in gained or topic in lost):  # None: made later, it catches up
+                coordinator.on_leadership_change(gained.get(topic, set()), lost.get(topic, set()))
 
     # --- long polls -----------------------------------------------------------------------------------------------
 
-    def notify_appended(self, topic: str, partition: int) -> None:
-        """Wake the long polls waiting on this partition (Produce calls this after each successful append)."""
+    def notify_appended(self, topic: str, partition: int, *, replicate: bool = True) -> None:
+        """Wake the long polls waiting on this partition (Produce calls this after each successful append), and
+        the followers copying it."""
+        if replicate and self.cluster.multi_node:
+            self.cluster.replication.on_leader_append(topic, partition)
         waiters = self._append_waiters.pop((topic, partition), None)
         if waiters:
             for future in waiters:
@@ -354,7 +414,7 @@ class Broker:
             # loop is changing, and the copy is the newest state any waiter asked for.
             manager = self.logs
             try:
-                await loop.run_in_executor(None, write_checkpoints, manager.data_dir, dict(manager.logs),
+                await loop.run_in_executor(None, write_checkpoints, manager.log_dirs, dict(manager.logs),
                                            dict(manager.first_dirty_offsets))
             except asyncio.CancelledError:
                 for future in (waiters, self._checkpoint_wanted):
@@ -426,3 +486,31 @@ def _resolve(future: asyncio.Future) -> None:
 def _retrieve(future: asyncio.Future) -> None:
     if not future.cancelled():
         future.exception()
+
+
+def build_cluster(config: BrokerConfig, *, nodes: int | None = None, node_ids: list[int] | None = None,
+                  racks: list[str | None] | None = None,
+                  node_listeners: list[tuple[Endpoint, ...]] | None = None) -> Cluster:
+    """A cluster of brokers in this process: `nodes` brokers with ids 0..nodes-1 (or `node_ids`), each with its
+    listeners (`node_listeners`, one tuple per node; default: the configured ones), its rack (`racks`; default
+    `broker.rack`) and its logs in `<log dir>/node-<id>/`. Without `nodes` and `node_ids`: the single broker of
+    `config`, with today's layout. Call `startup()` on the result before serving."""
+    if nodes is None and node_ids is None:
+        cluster = Cluster(config)
+        Broker(config, cluster=cluster)
+        return cluster
+    ids = list(node_ids) if node_ids is not None else list(range(nodes))
+    if nodes is not None and len(ids) != nodes:
+        raise ValueError(f"{nodes} nodes but {len(ids)} node ids")
+    if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
+        raise ValueError(f"node ids must be distinct and not negative, got {ids}")
+    for name, values in (("racks", racks), ("listeners", node_listeners)):
+        if values is not None and len(values) != len(ids):
+            raise ValueError(f"{len(ids)} nodes but {len(values)} {name}")
+    cluster = Cluster(config, multi_node=True)
+    for index, node_id in enumerate(ids):
+        node_config = config.for_node(
+            node_id, listeners=node_listeners[index] if node_listeners is not None else config.listeners,
+            data_dirs=node_data_dirs(config, node_id), rack=racks[index] if racks is not None else config.broker_rack)
+        Broker(node_config, cluster=cluster)
+    return cluster

@@ -84,6 +84,12 @@ def _parse_bool(value: Any) -> bool:
     return text == "true"
 
 
+def _parse_optional_str(value: Any) -> str | None:
+    """Kafka's null default for a string: an empty value means unset."""
+    text = None if value is None else str(value).strip()
+    return text or None
+
+
 def _parse_list(value: Any) -> tuple[str, ...]:
     items = value if isinstance(value, (list, tuple)) else str(value).split(",")
     return tuple(item.strip() for item in items if item.strip())
@@ -202,13 +208,29 @@ _SETTINGS = (
     _Setting("transaction.partition.verification.enable", _parse_bool, True),
     _Setting("add.partitions.to.txn.retry.backoff.ms", _parse_int, 20, 1),
     _Setting("add.partitions.to.txn.retry.backoff.max.ms", _parse_int, 100, 0),
+    # cluster mode (compatbroker.cluster): placement, replication, elections
+    _Setting("broker.rack", _parse_optional_str, None),
+    _Setting("offsets.topic.replication.factor", _parse_int, 3, 1),
+    _Setting("offsets.commit.timeout.ms", _parse_int, 5000, 1),
+    _Setting("transaction.state.log.replication.factor", _parse_int, 3, 1),
+    _Setting("transaction.state.log.min.isr", _parse_int, 2, 1),
+    _Setting("replica.lag.time.max.ms", _parse_int, 30_000, 0),
+    _Setting("replica.fetch.max.bytes", _parse_int, 1_048_576, 0),
+    _Setting("replica.fetch.wait.max.ms", _parse_int, 500, 0),
+    _Setting("replica.high.watermark.checkpoint.interval.ms", _parse_int, 5000, 1),
+    _Setting("replica.selector.class", _parse_optional_str, None),
+    _Setting("unclean.leader.election.enable", _parse_bool, False),
+    _Setting("auto.leader.rebalance.enable", _parse_bool, True),
+    _Setting("leader.imbalance.check.interval.seconds", _parse_int, 300, 1),
 )
 _SETTINGS_BY_NAME = {setting.name: setting for setting in _SETTINGS}
+
+REPLICA_SELECTORS = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",)
+"""The values `replica.selector.class` may take (Kafka loads the class; compatbroker has the one Kafka ships)."""
 
 IGNORED = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "inter.broker.listener.name",
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-    "offsets.topic.replication.factor", "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
 })
 """Names from Kafka's sample `server.properties` that mean nothing to a single broker without a controller."""
@@ -266,7 +288,21 @@ class BrokerConfig:
     transaction_partition_verification_enable: bool
     add_partitions_to_txn_retry_backoff_ms: int
     add_partitions_to_txn_retry_backoff_max_ms: int
-    data_dir: str
+    broker_rack: str | None
+    offsets_topic_replication_factor: int
+    offsets_commit_timeout_ms: int
+    transaction_state_log_replication_factor: int
+    transaction_state_log_min_isr: int
+    replica_lag_time_max_ms: int
+    replica_fetch_max_bytes: int
+    replica_fetch_wait_max_ms: int
+    replica_high_watermark_checkpoint_interval_ms: int
+    replica_selector_class: str | None
+    unclean_leader_election_enable: bool
+    auto_leader_rebalance_enable: bool
+    leader_imbalance_check_interval_seconds: int
+    data_dir: str              # the first of data_dirs: meta.properties, topic configs, checkpoints of one dir
+    data_dirs: tuple[str, ...]
     storage: StorageConfig
     log_defaults: LogConfig
 
@@ -283,6 +319,7 @@ class BrokerConfig:
         self._check_socket_server_settings()
         self.listeners = self._serving_listeners()
         self.advertised_listeners = self._checked_advertised()
+        self.data_dirs = self._data_dirs()
         self.data_dir = self._data_dir()
         self.storage, self.log_defaults = _storage_configs(self.storage_properties())
 
@@ -341,7 +378,11 @@ class BrokerConfig:
     # --- validation -----------------------------------------------------------------------------------------------
 
     def _check_socket_server_settings(self) -> None:
-        """Kafka's checks of settings that depend on each other."""
+        """Kafka's checks of settings that depend on each other, and of class names it would load."""
+        selector = self._values["replica.selector.class"]
+        if selector is not None and selector not in REPLICA_SELECTORS:
+            raise ConfigError(f"Invalid value {selector} for configuration replica.selector.class: Class {selector} "
+                              f"could not be found. The selectors here: {', '.join(REPLICA_SELECTORS)}")
         queued_bytes = self._values["queued.max.request.bytes"]
         if 0 < queued_bytes < self._values["socket.request.max.bytes"]:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
@@ -379,10 +420,30 @@ class BrokerConfig:
         return self._values["advertised.listeners"]
 
     def _data_dir(self) -> str:
+        return self.data_dirs[0]
+
+    def _data_dirs(self) -> tuple[str, ...]:
+        """log.dirs (or log.dir), absolute; the default data directory when neither is set. Several directories
+        make a JBOD node: each partition lives in one of them."""
         dirs = self._values["log.dirs"] or ((self._values["log.dir"],) if self._values["log.dir"] else ())
-        if len(dirs) > 1:
-            raise ConfigError(f"log.dirs: compatbroker keeps its data in one directory, got {', '.join(dirs)}")
-        return os.path.abspath(os.path.expanduser(dirs[0])) if dirs else default_data_dir()
+        if not dirs:
+            return (default_data_dir(),)
+        absolute = tuple(os.path.abspath(os.path.expanduser(path)) for path in dirs)
+        if len(set(absolute)) != len(absolute):
+            raise ConfigError(f"log.dirs: each directory may appear once, got {', '.join(dirs)}")
+        return absolute
+
+    def for_node(self, node_id: int, *, listeners: tuple[Endpoint, ...], data_dirs: tuple[str, ...],
+                 rack: str | None = None) -> BrokerConfig:
+        """The configuration of one node of an in-process cluster: this one with its own id, listeners, log
+        directories and rack (advertised.listeners do not carry over: each node advertises its own)."""
+        properties = dict(self.properties)
+        properties.pop("log.dir", None)
+        properties.pop("advertised.listeners", None)
+        properties.update({"node.id": node_id, "listeners": tuple(listeners), "log.dirs": ",".join(data_dirs)})
+        if rack is not None:
+            properties["broker.rack"] = rack
+        return BrokerConfig(properties)
 
 
 def _storage_configs(properties: dict[str, Any]) -> tuple[StorageConfig, LogConfig]:

@@ -118,7 +118,7 @@ def change_topic(broker, topic: str, overrides: Mapping[str, str], validate_only
         raise ResourceError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}")
     if not validate_only:
         try:
-            broker.logs.set_topic_config(topic, dict(overrides))
+            broker.set_topic_config(topic, dict(overrides))
         except OSError as exc:  # the disk refused the config file: this resource's answer, as Kafka's ApiError
             log.warning("could not store the configs of topic %s: %s", topic, exc)
             raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from exc

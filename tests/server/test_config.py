@@ -52,7 +52,7 @@ def test_values_are_typed_and_reach_storage():
     ({"auto.create.topics.enable": "yes"}, "invalid value 'yes' for auto.create.topics.enable"),
     ({"log.segment.bytes": "huge"}, "segment.bytes"),
     ({"log.retention.check.interval.ms": "soon"}, "log.retention.check.interval.ms"),
-    ({"log.dirs": "/a,/b"}, "one directory"),
+    ({"log.dirs": "/a,/b,/a"}, "each directory may appear once"),
     ({"listeners": "SSL://:9093"}, "only PLAINTEXT listeners are supported"),
     ({"listeners": "PLAINTEXT://:1,PLAINTEXT://:2"}, "each listener name may appear once"),
     ({"listeners": "localhost"}, "is not HOST:PORT"),
@@ -64,6 +64,12 @@ def test_bad_settings_are_clear_errors(properties, message):
     with pytest.raises(ConfigError) as error:
         BrokerConfig(properties)
     assert message in str(error.value)
+
+
+def test_several_log_dirs_make_a_jbod_node_whose_first_dir_holds_the_node_files(tmp_path):
+    config = BrokerConfig({"log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}"})
+    assert config.data_dirs == (str(tmp_path / "a"), str(tmp_path / "b"))
+    assert config.data_dir == str(tmp_path / "a")
 
 
 def test_get_refuses_unknown_names():
@@ -166,3 +172,10 @@ def test_source_errors_are_clear(tmp_path):
 def test_data_dir_comes_from_log_dir_when_log_dirs_is_unset(tmp_path):
     assert BrokerConfig({"log.dir": str(tmp_path / "x")}).data_dir == str(tmp_path / "x")
     assert BrokerConfig({"log.dirs": "~/k"}).data_dir == os.path.expanduser("~/k")
+
+
+def test_an_unknown_replica_selector_class_is_refused_as_kafka_refuses_to_load_it():
+    with pytest.raises(ConfigError, match="replica.selector.class: Class com.example.Nearest could not be found"):
+        BrokerConfig({"replica.selector.class": "com.example.Nearest"})
+    rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    assert BrokerConfig({"replica.selector.class": rack_aware}).replica_selector_class == rack_aware
