@@ -1,13 +1,16 @@
-"""Producer ids: an allocator that never hands out the same id twice, even across crashes. InitProducerId (directly
-for idempotent producers, through the transaction coordinator for transactional ones) is the only caller.
+"""Producer ids: an allocator that never hands out the same id twice in the cluster, even across crashes.
+InitProducerId (directly for idempotent producers, through the transaction coordinator for transactional ones) is
+the only caller.
 
-Allocation. Ids are claimed in blocks of 1000, the block size Kafka's controller hands to its brokers. Before the
-first id of a block is handed out, the start of the following block is written to `<data dir>/producer-id-block`
-(a temp file, fsync, rename, fsync of the directory), so after a crash or a restart allocation resumes beyond
-every id that may have been used; the unused rest of a block is skipped, as in Kafka. The first block also starts
-above every producer id that a partition log or `transactional-ids.json` still knows, and the transaction
-coordinator raises the floor above the ids of `__transaction_state` once it has loaded (`raise_floor`), so a data
-directory without the block file (one written by Kafka, or one whose file was lost) cannot hand out an id in use.
+Allocation. Each node hands out ids from blocks of 1000 it claims from the controller, as Kafka's brokers do
+with AllocateProducerIds: `host.cluster.controller.allocate_producer_id_block(floor)` (the controller's side is
+compatbroker/cluster/producer_id_blocks.py). The controller records the start of the following block in
+`<data dir>/producer-id-block` (the cluster's data directory; a single node's is its own) before answering, so
+after a crash or a restart allocation resumes beyond every id that may have been used; the unused rest of a
+block is skipped, as in Kafka. A node's first claim also starts above every producer id its partition logs or
+`transactional-ids.json` still know, and the transaction coordinator raises the floor above the ids of
+`__transaction_state` once it has loaded a partition (`raise_floor`), so a data directory without the block file
+(one written by Kafka, or one whose file was lost) cannot hand out an id in use.
 
 `transactional-ids.json`: earlier versions of compatbroker kept the transactional ids here, in a JSON file replaced
 atomically on every change. The transaction coordinator (compatbroker.coordinator.transactions) now keeps them in
@@ -22,13 +25,14 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .storage.checkpoints import write_atomically
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .coordinator.host import CoordinatorHost
 
 log = logging.getLogger(__name__)
 
@@ -61,43 +65,39 @@ class TransactionalProducer:
 
 # --- allocation ---------------------------------------------------------------------------------------------------
 
-class ProducerIdBlocks:
-    """Hands out producer ids from blocks that are claimed durably before their first id is used."""
+ClaimBlock = Callable[[int], Awaitable[range]]
+"""Claims the next block of ids at or above a floor (the controller's `allocate_producer_id_block`)."""
 
-    def __init__(self, path: str, floor: int = 0):
-        self.path = path
-        self._next_block = max(read_next_block(path), floor)
+
+class ProducerIds:
+    """A node's producer id manager: hands out the ids of the block it holds, and claims the next one when it is
+    spent."""
+
+    def __init__(self, claim_block: ClaimBlock, *, floor: int = 0):
+        """`floor`: no id below it is handed out (producer ids this node's data still knows)."""
+        self._claim_block = claim_block
+        self._floor = floor
         self._next_id = 0
-        self._block_end = 0  # no block claimed yet
+        self._block_end = 0  # no block held yet
         self._claiming = asyncio.Lock()
 
-    async def allocate(self) -> int:
-        """A producer id never handed out before by this data directory. Raises ProducerIdBlockUnavailable when a
-        new block is needed and cannot be recorded."""
+    async def new_producer_id(self) -> int:
+        """An id never handed out before in the cluster. Raises ProducerIdBlockUnavailable when a block is needed
+        and the controller cannot record one, ProducerIdsError when its file is unreadable."""
         while self._next_id >= self._block_end:
             async with self._claiming:
                 if self._next_id >= self._block_end:
-                    await self._claim_block()
+                    block = await self._claim_block(self._floor)
+                    self._next_id, self._block_end = max(block.start, self._floor), block.stop
         producer_id = self._next_id
         self._next_id += 1
         return producer_id
 
     def raise_floor(self, floor: int) -> None:
-        """Skip every id below `floor`: the rest of the current block too when it starts below it."""
-        self._next_block = max(self._next_block, floor)
+        """Never hand out an id below `floor` from now on: the rest of the current block too when it is below."""
+        self._floor = max(self._floor, floor)
         if self._next_id < floor:
             self._next_id = self._block_end  # the next allocation claims a block at or above the floor
-
-    async def _claim_block(self) -> None:
-        start = self._next_block
-        end = start + BLOCK_SIZE
-        try:
-            await asyncio.get_running_loop().run_in_executor(None, write_next_block, self.path, end)
-        except OSError as exc:
-            raise ProducerIdBlockUnavailable(f"cannot record producer id block {start}-{end - 1}: {exc}") from exc
-        self._next_block = end
-        self._next_id, self._block_end = start, end
-        log.info("claimed producer ids %d-%d", start, end - 1)
 
 
 def read_next_block(path: str) -> int:
@@ -155,23 +155,18 @@ def _read_json(path: str) -> dict | None:
     return document
 
 
-# --- the broker's manager -----------------------------------------------------------------------------------------
+# --- the node's manager -------------------------------------------------------------------------------------------
 
-class ProducerIds:
-    """The broker's producer id manager."""
-
-    def __init__(self, data_dir: str, *, log_producer_ids=()):
-        """`log_producer_ids`: producer ids the partition logs still track (allocation starts above them)."""
-        known = set(log_producer_ids) | _producer_ids_in_file(os.path.join(data_dir, TRANSACTIONAL_IDS_FILE))
-        self.blocks = ProducerIdBlocks(os.path.join(data_dir, PRODUCER_ID_BLOCK_FILE),
-                                       floor=max(known, default=-1) + 1)
-
-    async def new_producer_id(self) -> int:
-        return await self.blocks.allocate()
-
-    def raise_floor(self, floor: int) -> None:
-        """Never hand out an id below `floor` from now on (ids learned after start, e.g. from the transaction log)."""
-        self.blocks.raise_floor(floor)
+def producer_ids_of(host: CoordinatorHost) -> ProducerIds:
+    """The node's producer id manager, made on first use; its first claim starts above the producer ids the node's
+    logs and `transactional-ids.json` know. Raises ProducerIdsError when that file is unreadable."""
+    manager = host.producer_ids
+    if manager is None:
+        known = _producer_ids_in_logs(host) | _producer_ids_in_file(os.path.join(host.logs.data_dir,
+                                                                                 TRANSACTIONAL_IDS_FILE))
+        manager = ProducerIds(host.cluster.controller.allocate_producer_id_block, floor=max(known, default=-1) + 1)
+        host.producer_ids = manager
+    return manager
 
 
 def _producer_ids_in_file(path: str) -> set[int]:
@@ -179,15 +174,6 @@ def _producer_ids_in_file(path: str) -> set[int]:
             for pid in (entry.producer_id, entry.previous_producer_id)}
 
 
-def producer_ids_of(broker: Broker) -> ProducerIds:
-    """The broker's producer id manager, made on first use from its data directory."""
-    manager = getattr(broker, "producer_ids", None)
-    if manager is None:
-        manager = ProducerIds(broker.logs.data_dir, log_producer_ids=_producer_ids_in_logs(broker))
-        broker.producer_ids = manager
-    return manager
-
-
-def _producer_ids_in_logs(broker: Broker) -> set[int]:
-    return {entry.producer_id for partition_log in broker.logs.logs.values()
+def _producer_ids_in_logs(host: CoordinatorHost) -> set[int]:
+    return {entry.producer_id for partition_log in host.logs.logs.values()
             for entry in partition_log.producer_state.active_producers()}

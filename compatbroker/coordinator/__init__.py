@@ -2,11 +2,15 @@
 (`offsets.py`, `loader.py`), both kept durable in `__consumer_offsets`. Offsets committed inside a transaction
 (TxnOffsetCommit) stay pending there until the transaction coordinator's marker completes them.
 
-`Coordinator` is the one object handlers talk to; `coordinator_of(broker)` finds (or creates and starts) the
-broker's. This broker coordinates every group itself: it leads every partition of `__consumer_offsets`.
+`Coordinator` is the one object handlers talk to; `coordinator_of(node)` finds (or creates and starts) the
+node's. Each node of a cluster has its own, below the node: it sees the node only through `host.CoordinatorHost`.
+A node coordinates the groups of the partitions of `__consumer_offsets` it leads (`ownership.py`); the node calls
+`on_leadership_change` when that changes: gained partitions are replayed from the node's replica, the groups of
+lost ones are dropped. A single node leads every partition, so it coordinates every group.
 
-Until the store has replayed `__consumer_offsets` the coordinator is not `loaded`, and group requests are
-answered COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE, as Kafka does, so that members keep their session).
+`error_for(group_id)` is what a group request is answered before anything else: NOT_COORDINATOR for a group
+another node coordinates, COORDINATOR_LOAD_IN_PROGRESS until the first load is done and while the group's
+partition loads (Heartbeat: NONE then, as Kafka does, so that members keep their session).
 
 A group that exists only because offsets were committed for it (a consumer using assign(), an admin tool) is a
 "simple" group: Empty, with no protocol type. Kafka materialises one for every group id with committed offsets;
@@ -16,14 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from ..protocol.error_codes import ErrorCode
 from .group import GROUP_TYPE, Group, GroupState
+from .host import CoordinatorHost
 from .membership import GroupSettings, Membership, write_error
-
-if TYPE_CHECKING:
-    from ..broker import Broker
 
 __all__ = ["Coordinator", "Group", "GroupSettings", "GroupState", "coordinator_of"]
 
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 class Coordinator:
     """The broker's group coordinator: membership plus committed offsets."""
 
-    def __init__(self, broker: Broker, *, settings: GroupSettings | None = None, offset_store_factory=None):
+    def __init__(self, broker: CoordinatorHost, *, settings: GroupSettings | None = None, offset_store_factory=None):
         if offset_store_factory is None:
             from .offsets import OffsetStore as offset_store_factory
         self.broker = broker
@@ -46,16 +48,37 @@ class Coordinator:
 
     @property
     def loaded(self) -> bool:
-        return bool(self.offsets.loaded)
+        """The first load is done and no partition this node leads is loading."""
+        return bool(self.offsets.loaded) and not self.offsets.is_loading()
 
     @property
     def settings(self) -> GroupSettings:
         return self.membership.settings
 
     async def start(self) -> None:
-        """Replay `__consumer_offsets` (offsets, then group metadata); calling it again waits for the first (the
-        store's load does)."""
+        """Replay the partitions of `__consumer_offsets` this node leads (offsets, then group metadata); calling it
+        again waits for the first (the store's load does)."""
         await self.offsets.load()
+
+    def on_leadership_change(self, led: Iterable[int], lost: Iterable[int]) -> None:
+        """The node now leads the partitions `led` of `__consumer_offsets` and no longer leads `lost`: load the
+        first, drop the groups of the second."""
+        self.offsets.ownership.on_leadership_change(led, lost)
+
+    def error_for(self, group_id: str) -> ErrorCode:
+        """NONE when this node coordinates the group and has loaded it, else NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS."""
+        return self.offsets.error_for(group_id)
+
+    def unload_groups(self, partition: int) -> None:
+        """The store's hand-over when this node stops leading `partition`: its groups leave memory, their timers
+        stop and their parked requests answer NOT_COORDINATOR."""
+        partition_for = self.offsets.partition_for
+        doomed = [group_id for group_id in self.membership.groups if partition_for(group_id) == partition]
+        for group_id in doomed:
+            self.membership.unload_group(group_id)
+        if doomed:
+            log.info("no longer coordinating %d group(s) of partition %d", len(doomed), partition)
 
     def start_soon(self) -> None:
         """Start loading in the background (from a running event loop), for a coordinator made on first use."""
@@ -108,8 +131,9 @@ class Coordinator:
         """Whether an OffsetCommit (or TxnOffsetCommit) may be stored, by Kafka's rules. A commit with generation
         -1 for an unknown group creates it as a simple group; a member's commit for an unknown group is
         GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION before (and when the version is not given)."""
-        if not self.loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        error = self.error_for(group_id)
+        if error is not ErrorCode.NONE:
+            return error
         group = self.group(group_id)
         if group is None:
             if generation_id >= 0:
@@ -128,8 +152,8 @@ class Coordinator:
     # --- administration -------------------------------------------------------------------------------------------
 
     def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list[Group]:
-        """The groups passing the filters (states and types compared case-insensitively; an empty filter passes
-        everything). Every group here is a classic one."""
+        """The groups this node coordinates passing the filters (states and types compared case-insensitively; an
+        empty filter passes everything). Every group here is a classic one."""
         wanted_states = {state.strip().lower() for state in states or ()}
         wanted_types = {kind.strip().lower() for kind in types or ()}
         return [group for group in self.all_groups()
@@ -164,8 +188,8 @@ class Coordinator:
             log.warning("group %s: could not write its tombstone: %s", group_id, exc)
 
 
-def coordinator_of(broker: Broker) -> Coordinator:
-    """The broker's coordinator, made on first use (and then loaded in the background)."""
+def coordinator_of(broker: CoordinatorHost) -> Coordinator:
+    """The node's coordinator, made on first use (and then loaded in the background)."""
     coordinator = getattr(broker, "coordinator", None)
     if coordinator is None:
         coordinator = Coordinator(broker)

@@ -211,15 +211,16 @@ class Group:
         member.join_future = join_future
         self.pending_join_members.discard(member.member_id)
 
-    def remove(self, member_id: str) -> None:
-        """Drop a member (or a pending member id). A request it still has parked is answered UNKNOWN_MEMBER_ID,
-        so that no handler waits for ever."""
+    def remove(self, member_id: str, error: ErrorCode = ErrorCode.UNKNOWN_MEMBER_ID) -> None:
+        """Drop a member (or a pending member id). A request it still has parked is answered `error`
+        (UNKNOWN_MEMBER_ID; NOT_COORDINATOR when this node stops coordinating the group), so that no handler waits
+        for ever."""
         member = self.members.pop(member_id, None)
         if member is not None:
             if member.group_instance_id is not None:
                 self.static_members.pop(member.group_instance_id, None)
-            resolve(member.join_future, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID))
-            resolve(member.sync_future, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+            resolve(member.join_future, JoinResult(error))
+            resolve(member.sync_future, SyncResult(error))
             member.join_future = member.sync_future = None
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)

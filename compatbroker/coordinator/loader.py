@@ -1,4 +1,5 @@
-"""Replaying `__consumer_offsets` at start: the committed offsets and group metadata its records leave behind.
+"""Replaying a partition of `__consumer_offsets` when this node becomes its leader (at start, or when leadership
+moves here): the committed offsets and group metadata its records leave behind.
 
 Each partition is read as `replay.py` reads a coordinator's topic (`LOAD_BUFFER_BYTES` at a time, Kafka's
 `offsets.load.buffer.size`, in an executor thread).
@@ -25,10 +26,9 @@ from ..protocol.records.control import ControlRecordType, parse_control_record
 from ..protocol.records.errors import InvalidRecordError
 from ..topic_names import GROUP_METADATA_TOPIC
 from .offsets import CommittedOffset, GroupRecord, OffsetRecord, OpenTransactions, PendingCommit, parse_record
-from .replay import MAX_RECORDS_BYTES, record_bytes, replay_batches, replay_topic
+from .replay import MAX_RECORDS_BYTES, record_bytes, replay_batches
 
 if TYPE_CHECKING:
-    from ..broker import Broker
     from ..storage import Log
 
 log = logging.getLogger(__name__)
@@ -49,14 +49,6 @@ class Replayed:
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
     transactions: OpenTransactions = field(default_factory=dict)
     records: int = 0  # records read, for the log line
-
-
-async def replay_offsets_topic(broker: Broker) -> Replayed:
-    """Replay every partition of `__consumer_offsets` (nothing when the topic does not exist yet)."""
-    replayed = Replayed()
-    await replay_topic(broker, GROUP_METADATA_TOPIC,
-                       lambda partition_log, end: replay_partition(partition_log, end, replayed))
-    return replayed
 
 
 def replay_partition(partition_log: Log, end: int, replayed: Replayed) -> None:

@@ -178,7 +178,7 @@ def write_error(exc: BaseException) -> ErrorCode:
 
 
 class Membership:
-    """The classic groups of this broker and their rebalance protocol. Runs on the event loop only."""
+    """The classic groups this node coordinates and their rebalance protocol. Runs on the event loop only."""
 
     def __init__(self, *, settings: GroupSettings, now_ms: Callable[[], int],
                  store_group: Callable[[Group], Awaitable[None]]):
@@ -213,6 +213,18 @@ class Membership:
             group.transition(GroupState.DEAD, self._now_ms())
             for member_id in list(group.members):
                 group.remove(member_id)
+        return group
+
+    def unload_group(self, group_id: str) -> Group | None:
+        """This node no longer coordinates the group (its partition of `__consumer_offsets` moved): it is Dead
+        here, its timers stop, and its parked JoinGroup and SyncGroup requests are answered NOT_COORDINATOR, as
+        Kafka's coordinator answers them on unloading, so their members look the new coordinator up."""
+        group = self.groups.pop(group_id, None)
+        self.timers.cancel_group(group_id)
+        if group is not None:
+            group.transition(GroupState.DEAD, self._now_ms())
+            for member_id in list(group.members):
+                group.remove(member_id, ErrorCode.NOT_COORDINATOR)
         return group
 
     def load(self, group: Group) -> None:

@@ -13,13 +13,19 @@ Records (a key and a value, each opening with an int16 version):
 
 The group maps to partition `abs(java hashCode(group id)) % partitions` (Kafka's `Utils.abs`, which maps
 Integer.MIN_VALUE to 0); `partitions` is the topic's actual count when it exists, else `offsets.topic.num.partitions`.
-The topic is created on the first write, compacted, with Kafka's segment size for it; when storage cannot create it
-(out of file descriptors, disk full) nothing is left of it and the write fails with COORDINATOR_NOT_AVAILABLE.
+The topic is created compacted, with Kafka's segment size for it and `offsets.topic.replication.factor` replicas
+(at most the live nodes): by FindCoordinator in a cluster, on the first write on a single node; when storage cannot
+create it (out of file descriptors, disk full) nothing is left of it and the write fails with
+COORDINATOR_NOT_AVAILABLE. The partitions this node leads are replayed when it gains them (`ownership.py`,
+`loader.py`).
 
 Writes: each operation (one OffsetCommit request, one group store, one deletion) appends one batch, so it is
-atomic. It is acknowledged, and becomes visible to OffsetFetch, only after the batch is durable under the flush
-policy: with `flush.messages` or `flush.ms` configured the partition is fsynced first (Broker.make_durable), as
-Produce with acks=-1 does; with Kafka's defaults the page cache and recovery are trusted, as in Kafka. Operations
+atomic; only the node leading the group's partition writes (`error_for`: NOT_COORDINATOR elsewhere). It is
+acknowledged, and becomes visible to OffsetFetch, only after the batch is durable under the flush policy (with
+`flush.messages` or `flush.ms` configured the partition is fsynced first, `make_durable`; with Kafka's defaults the
+page cache and recovery are trusted, as in Kafka) and, with several replicas, once the in-sync replicas have it
+(acks=-1 up to `offsets.commit.timeout.ms`, `appends.py`; a write they do not confirm answers
+COORDINATOR_NOT_AVAILABLE and stays invisible until a later confirmed write of its partition). Operations
 become visible in log order even when their fsyncs finish out of order (see `_PendingWrites`).
 
 Transactional commits (TxnOffsetCommit, `commit_transactional`): one batch with the transactional bit, the producer
@@ -65,11 +71,16 @@ from ..storage import StorageError
 from ..storage.log_config import LONG_MAX
 from ..storage.validator import COORDINATOR
 from ..topic_names import GROUP_METADATA_TOPIC
+from .appends import COORDINATOR_APPEND_ERRORS, check_before_append, coordinator_error, wait_for_replicas
 from .group import CONSUMER_PROTOCOL_TYPE, GroupState
+from .host import CoordinatorHost
+from .ownership import PartitionOwnership
 
 if TYPE_CHECKING:
-    from ..broker import Broker
     from ..storage import Log
+
+__all__ = ["COORDINATOR_APPEND_ERRORS", "CommittedOffset", "OffsetStore", "OffsetWriteError", "OffsetsConfig",
+           "partition_for_group"]
 
 log = logging.getLogger(__name__)
 
@@ -159,20 +170,6 @@ class OffsetWriteError(Exception):
     def __init__(self, error_code: ErrorCode, message: str = ""):
         super().__init__(message or error_code.name)
         self.error_code = error_code
-
-
-# Kafka's translation of append errors into coordinator errors (CoordinatorOperationExceptionHelper; the transaction
-# coordinator's appendTransactionToLog maps alike).
-COORDINATOR_APPEND_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
 
 
 # --- group to partition -------------------------------------------------------------------------------------------
@@ -331,11 +328,13 @@ class _PendingWrites:
 class OffsetStore:
     """The committed offsets of every group, backed by `__consumer_offsets`. Everything runs on the event loop."""
 
-    def __init__(self, broker: Broker, coordinator, config: OffsetsConfig | None = None):
+    def __init__(self, broker: CoordinatorHost, coordinator, config: OffsetsConfig | None = None):
         self._broker = broker
         self._coordinator = coordinator
         self.config = config or OffsetsConfig.from_properties(broker.config.get)
-        self.loaded = False
+        self.loaded = False  # the first load (every partition this node led then) is done
+        self.ownership = PartitionOwnership(broker, GROUP_METADATA_TOPIC, load=self._load_partition,
+                                            unload=self._unload_partition)
         self._loading: asyncio.Task | None = None
         self._offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         self._positions: dict[str, dict[tuple[str, int], int]] = {}  # record offset of each visible offset
@@ -348,41 +347,81 @@ class OffsetStore:
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Replay `__consumer_offsets` (if it exists), hand each group's metadata to the coordinator, then accept
-        requests and start the retention timer. Calling it again waits for the first load."""
+        """Replay the partitions of `__consumer_offsets` this node leads (if the topic exists), hand each group's
+        metadata to the coordinator, then accept requests and start the retention timer. Calling it again waits
+        for the first load. Partitions gained later are loaded on their own (`ownership`)."""
         if self._loading is None:
             self._loading = asyncio.ensure_future(self._load())
         await asyncio.shield(self._loading)
 
     async def _load(self) -> None:
-        from .loader import replay_offsets_topic  # here: the loader imports this module
-
-        replayed = await replay_offsets_topic(self._broker)
-        self._offsets = {group_id: offsets for group_id, offsets in replayed.offsets.items() if offsets}
-        self._positions = {group_id: positions for group_id, positions in replayed.positions.items() if positions}
-        for transaction, by_group in replayed.transactions.items():
-            for group_id, pending in by_group.items():
-                if pending:
-                    self._add_pending(transaction, group_id, pending)
-        for group_id, value in replayed.groups.items():
-            self._coordinator.load_group_metadata(group_id, value)
+        self.ownership.refresh()
+        await self.ownership.wait_loaded()
         self.loaded = True
-        log.info("replayed %d record(s) of %s: %d group(s) with committed offsets, %d group metadata record(s), "
-                 "%d open transaction(s)", replayed.records, GROUP_METADATA_TOPIC, len(self._offsets),
-                 len(replayed.groups), len(self._transactions))
         interval = self.config.retention_check_interval_ms
         if 0 < interval < LONG_MAX:
             self._expiry_task = asyncio.create_task(self._expire_periodically(interval / 1000),
                                                     name="compatbroker offsets retention")
 
     async def stop(self) -> None:
-        """Stop the retention timer (the broker closes the storage itself)."""
+        """Stop the retention timer and the loads (the broker closes the storage itself)."""
         for task in (self._expiry_task, self._loading):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._expiry_task = None
+        await self.ownership.stop()
+
+    # --- which groups this node coordinates -----------------------------------------------------------------------
+
+    def is_loading(self) -> bool:
+        """Whether a partition this node leads is still being replayed."""
+        return bool(self.ownership.loading)
+
+    def error_for(self, group_id: str) -> ErrorCode:
+        """NONE when this node coordinates the group, COORDINATOR_LOAD_IN_PROGRESS while its partition loads,
+        NOT_COORDINATOR when another node leads that partition."""
+        if not self.loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return self.ownership.error_for(self.partition_for(group_id))
+
+    async def _load_partition(self, partition: int) -> None:
+        """Replay one partition this node now leads (in an executor) and take what it holds."""
+        from .loader import Replayed, replay_partition  # here: the loader imports this module
+
+        partition_log = self._broker.get_log(GROUP_METADATA_TOPIC, partition)
+        replayed = Replayed()
+        await asyncio.get_running_loop().run_in_executor(None, replay_partition, partition_log,
+                                                         partition_log.log_end_offset, replayed)
+        for group_id, offsets in replayed.offsets.items():
+            if offsets:
+                self._offsets[group_id] = offsets
+                self._positions[group_id] = replayed.positions[group_id]
+        for transaction, by_group in replayed.transactions.items():
+            for group_id, pending in by_group.items():
+                if pending:
+                    self._add_pending(transaction, group_id, pending)
+        for group_id, value in replayed.groups.items():
+            self._coordinator.load_group_metadata(group_id, value)
+        log.info("replayed %d record(s) of %s-%d: %d group(s) with committed offsets, %d group metadata record(s), "
+                 "%d open transaction(s)", replayed.records, GROUP_METADATA_TOPIC, partition,
+                 sum(1 for offsets in replayed.offsets.values() if offsets), len(replayed.groups),
+                 len(replayed.transactions))
+
+    def _unload_partition(self, partition: int) -> None:
+        """Forget the groups of a partition this node no longer leads: their offsets, open transactions, writes
+        not yet visible (the new leader replays them from its replica) and the groups themselves."""
+        doomed = {group_id for group_id in (set(self._offsets) | set(self._open_by_group) | set(self._in_flight))
+                  if self.partition_for(group_id) == partition}
+        for transaction in [key for key in self._transactions if key[0] == partition]:
+            for group_id in self._transactions.pop(transaction):
+                self._open_by_group.get(group_id, set()).discard(transaction)
+        for group_id in doomed:
+            for by_group in (self._offsets, self._positions, self._open_by_group, self._in_flight):
+                by_group.pop(group_id, None)
+        self._pending.pop(partition, None)
+        self._coordinator.unload_groups(partition)
 
     # --- reads ----------------------------------------------------------------------------------------------------
 
@@ -457,10 +496,11 @@ class OffsetStore:
     async def complete_transaction(self, producer_id: int, partition: int, commit: bool) -> None:
         """The producer's marker is in `__consumer_offsets` partition `partition` (and durable): make its pending
         commits there visible (commit) or drop them (abort). A marker without pending commits changes nothing."""
-        if not self.loaded and self._loading is not None:
+        loading = self.ownership.loading.get(partition)
+        if loading is not None:
             # The replay stops at the end the log had when it began, so it may leave this marker's commits open:
             # complete them once it is done (a failed load has logged its error; then there is nothing here).
-            await asyncio.wait([self._loading])
+            await asyncio.wait([loading])
         by_group = self._transactions.pop((partition, producer_id), {})
         for group_id, pending in by_group.items():
             open_here = self._open_by_group.get(group_id, set())
@@ -556,9 +596,13 @@ class OffsetStore:
                 producer: tuple[int, int] | None = None) -> _Written:
         """Append one batch to the group's partition, a transactional one of `producer` (id, epoch) when given
         (nothing is written when this raises OffsetWriteError)."""
-        if not self.loaded:
-            raise OffsetWriteError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        error = self.error_for(group_id)
+        if error is not ErrorCode.NONE:
+            raise OffsetWriteError(error)
         partition_log = self._partition_log(group_id)
+        error = check_before_append(self._broker, GROUP_METADATA_TOPIC, partition_log.partition, partition_log)
+        if error is not ErrorCode.NONE:
+            raise OffsetWriteError(coordinator_error(error))
         entries = [(key, value, (), now_ms) for key, value in records]
         if producer is None:
             batch = build_batch(entries)
@@ -570,8 +614,7 @@ class OffsetStore:
                                           leader_epoch=self._broker.leader_epoch(GROUP_METADATA_TOPIC,
                                                                                  partition_log.partition))
         except StorageError as exc:
-            code = ErrorCode(exc.error_code)
-            raise OffsetWriteError(COORDINATOR_APPEND_ERRORS.get(code, code), str(exc)) from exc
+            raise OffsetWriteError(coordinator_error(ErrorCode(exc.error_code)), str(exc)) from exc
         except OSError as exc:
             log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition_log.partition, exc)
             raise OffsetWriteError(ErrorCode.NOT_COORDINATOR, str(exc)) from exc
@@ -593,21 +636,42 @@ class OffsetStore:
                 # Left pending: a later durable write of this partition makes it visible.
                 log.error("fsync of %s-%d failed: %s", GROUP_METADATA_TOPIC, partition_log.partition, exc)
                 raise OffsetWriteError(ErrorCode.NOT_COORDINATOR, str(exc)) from exc
-        pending.settle(last_offset)
+        # acks=-1 (Kafka 4 has no offsets.commit.required.acks any more). Left pending when the replicas do not
+        # confirm it: the record is in the log, and a later write they confirm makes it visible (or the next leader
+        # replays it).
+        error = await wait_for_replicas(self._broker, GROUP_METADATA_TOPIC, partition_log.partition,
+                                        last_offset + 1, self._broker.config.offsets_commit_timeout_ms)
+        if error is not ErrorCode.NONE:
+            raise OffsetWriteError(coordinator_error(error))
+        if self._pending.get(partition_log.partition) is pending:  # else the partition was unloaded meanwhile
+            pending.settle(last_offset)
 
     def _partition_log(self, group_id: str) -> Log:
         """The log of the group's partition, creating `__consumer_offsets` on the first write."""
         if self._broker.topic(GROUP_METADATA_TOPIC) is None:
             try:
-                self._broker.create_topic(GROUP_METADATA_TOPIC, self.config.num_partitions,
-                                          configs=self.config.topic_configs())
+                self.create_topic()
             except (OSError, StorageError) as exc:  # e.g. out of file descriptors: nothing was created
                 log.warning("could not create %s: %s", GROUP_METADATA_TOPIC, exc)
                 raise OffsetWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
-        partition_log = self._broker.get_log(GROUP_METADATA_TOPIC, self.partition_for(group_id))
+        partition = self.partition_for(group_id)
+        partition_log = self._broker.get_log(GROUP_METADATA_TOPIC, partition)
         if partition_log is None:
             raise OffsetWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        error = self.ownership.error_for(partition)
+        if error is not ErrorCode.NONE:  # the new topic's leaders were placed elsewhere
+            raise OffsetWriteError(error)
         return partition_log
+
+    def create_topic(self) -> None:
+        """Create `__consumer_offsets` (if it does not exist) with `offsets.topic.replication.factor` replicas, or
+        as many as there are live nodes, and take the partitions this node leads (new, so empty: nothing to load).
+        Raises what the node's create_topic raises."""
+        replication_factor = min(self._broker.config.offsets_topic_replication_factor,
+                                 max(len(self._broker.alive_node_ids()), 1))
+        self._broker.create_topic(GROUP_METADATA_TOPIC, self.config.num_partitions,
+                                  configs=self.config.topic_configs(), replication_factor=replication_factor)
+        self.ownership.refresh()
 
     # --- retention ------------------------------------------------------------------------------------------------
 

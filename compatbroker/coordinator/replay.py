@@ -1,13 +1,13 @@
-"""Reading a coordinator's internal topic back at start (`__consumer_offsets`, `__transaction_state`).
+"""Reading a partition of a coordinator's internal topic back (`__consumer_offsets`, `__transaction_state`) when
+this node becomes its leader.
 
-Each partition is read from its log start offset to the log end offset it had when loading began, a buffer at a
-time, in an executor thread, so a large topic does not stall the event loop; nothing appends meanwhile (the
-coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is loaded). A batch that does not decode is skipped with
-an error in the log rather than a broker that cannot start.
+A partition is read from its log start offset to the log end offset it had when loading began, a buffer at a
+time, in an executor thread (the coordinator's `ownership` runs it), so a large topic does not stall the event
+loop; nothing appends meanwhile (the coordinator answers COORDINATOR_LOAD_IN_PROGRESS until it is loaded). A
+batch that does not decode is skipped with an error in the log rather than a broker that cannot start.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -16,25 +16,11 @@ from ..protocol.records.batch import BatchHeader, iter_batches
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 
 if TYPE_CHECKING:
-    from ..broker import Broker
     from ..storage import Log
 
 log = logging.getLogger(__name__)
 
 MAX_RECORDS_BYTES = 2**31 - 1  # the log's own batches were bounded when they were written
-
-
-async def replay_topic(broker: Broker, topic: str, replay_partition: Callable[[Log, int], None]) -> None:
-    """Run `replay_partition(log, end)` in an executor for every non-empty partition of `topic`, one after the
-    other (nothing when the topic does not exist yet); `end` is the log end offset when its turn came."""
-    info = broker.topic(topic)
-    if info is None:
-        return
-    loop = asyncio.get_running_loop()
-    for partition in range(info.partitions):
-        partition_log = broker.get_log(topic, partition)
-        if partition_log is not None and partition_log.log_end_offset > partition_log.log_start_offset:
-            await loop.run_in_executor(None, replay_partition, partition_log, partition_log.log_end_offset)
 
 
 def replay_batches(partition_log: Log, end: int, buffer_bytes: int,

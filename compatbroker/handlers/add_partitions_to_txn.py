@@ -87,7 +87,7 @@ def _partition_problems(ctx: RequestContext, partitions) -> dict[tuple[str, int]
     for topic, index in partitions:
         if ctx.api_version < FIRST_BATCHED_VERSION and topic_names.is_internal(topic):
             problems[topic, index] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        elif ctx.broker.get_log(topic, index) is None:
+        elif not ctx.broker.has_partition(topic, index):
             problems[topic, index] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return problems
 

@@ -3,7 +3,8 @@
 Per group, as Kafka's: GROUP_ID_NOT_FOUND for a group the coordinator does not know, NON_EMPTY_GROUP for one with
 members; otherwise the group is gone at once and its offsets and metadata get tombstones in
 `__consumer_offsets` (the answer waits for them; a failed write is answered with Kafka's mapping, e.g.
-NOT_COORDINATOR). While the coordinator is loading every group is answered COORDINATOR_LOAD_IN_PROGRESS.
+NOT_COORDINATOR). While the coordinator is loading every group is answered COORDINATOR_LOAD_IN_PROGRESS; a group
+another node coordinates NOT_COORDINATOR.
 v2 is the first flexible version.
 """
 from __future__ import annotations
@@ -28,9 +29,8 @@ async def handle(ctx: RequestContext, request) -> DeleteGroupsResponse:
     coordinator = coordinator_of(ctx.broker)
     results = []
     for group_id in request.groups_names:
-        if not coordinator.loaded:
-            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        else:
+        error = coordinator.error_for(group_id)
+        if error is ErrorCode.NONE:
             error = await coordinator.delete_group(group_id)
         results.append(Result(group_id=group_id, error_code=error))
     return DeleteGroupsResponse(results=results)

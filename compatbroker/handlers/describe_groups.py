@@ -5,7 +5,7 @@ group the chosen protocol and each member's metadata for it, in other states nei
 id, client host ("/address") and current assignment, and from v4 its `group_instance_id`.
 A group the coordinator does not know is described as Dead with no members; v6 adds GROUP_ID_NOT_FOUND and an
 error message for it (KIP-1043), earlier versions no error. While loading every group is answered
-COORDINATOR_LOAD_IN_PROGRESS.
+COORDINATOR_LOAD_IN_PROGRESS; a group another node coordinates NOT_COORDINATOR.
 Authorized operations (v3+, when asked): no authorizer runs, so a group reports every operation Kafka supports on
 groups (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: 3400); otherwise INT32_MIN.
 v5 is the first flexible version.
@@ -39,8 +39,9 @@ async def handle(ctx: RequestContext, request) -> DescribeGroupsResponse:
     coordinator = coordinator_of(ctx.broker)
     described = []
     for group_id in request.groups:
-        if not coordinator.loaded:
-            described.append(Described(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, group_id=group_id))
+        error = coordinator.error_for(group_id)
+        if error is not ErrorCode.NONE:
+            described.append(Described(error_code=error, group_id=group_id))
             continue
         entry = _describe(group_id, coordinator.group(group_id), version)
         if version >= 3 and request.include_authorized_operations and entry.error_code == ErrorCode.NONE:

@@ -6,7 +6,8 @@ Each id answers, in the order asked (repeats included), as Kafka's coordinator d
 producer id and epoch, transaction timeout, the start time of the current transaction (-1 when none was started)
 and the partitions in it, grouped by topic in partition order. An id the coordinator does not know, or one being
 expired (state Dead), is TRANSACTIONAL_ID_NOT_FOUND; an empty id INVALID_REQUEST; every id answers
-COORDINATOR_LOAD_IN_PROGRESS while `__transaction_state` is loading. An error carries only the id.
+COORDINATOR_LOAD_IN_PROGRESS while `__transaction_state` is loading, NOT_COORDINATOR when another node coordinates
+it. An error carries only the id.
 """
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ async def handle(ctx: RequestContext, request) -> DescribeTransactionsResponse:
 def _describe(coordinator, transactional_id: str):
     if not transactional_id:
         return _error(transactional_id, ErrorCode.INVALID_REQUEST)
-    if not coordinator.loaded:
-        return _error(transactional_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    error = coordinator.error_for(transactional_id)
+    if error is not ErrorCode.NONE:
+        return _error(transactional_id, error)
     view = coordinator.describe(transactional_id)
     if view is None or view.state == DEAD:
         return _error(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)

@@ -1,23 +1,33 @@
-"""FindCoordinator (API key 10), versions 0-6: which broker coordinates a group or a transactional id.
+"""FindCoordinator (API key 10), versions 0-6: which node coordinates a group or a transactional id.
 
-This broker leads every partition of `__consumer_offsets` and `__transaction_state`, so it answers itself (its
-node id and the advertised endpoint of the listener the request came in on) for key type 0 (group) and 1
-(transaction), whatever the key. Versions 0-3 ask for one key (v0 always a group); from v4 a batch of keys, each
-answered on its own (KIP-699). Versions 1-3 carry an error message: "NONE" on success, as Kafka sends.
+The coordinator of a group is the leader of its partition of `__consumer_offsets`, that of a transactional id the
+leader of its partition of `__transaction_state` (the partition is `abs(hashCode(key)) % partitions`); the answer
+is that node's id and its advertised endpoint on the listener the request came in on, for key type 0 (group) and
+1 (transaction). Versions 0-3 ask for one key (v0 always a group); from v4 a batch of keys, each answered on its
+own (KIP-699). Versions 1-3 carry an error message: "NONE" on success, as Kafka sends.
 
-Errors: key type 2 (share group) is INVALID_REQUEST, as Kafka answers without a share coordinator (and before
-v6 always); so is any other key type.
+The internal topic is created on the first lookup, as Kafka does, with `offsets.topic.replication.factor` /
+`transaction.state.log.replication.factor` replicas (at most the number of live nodes). A single node does not
+create it here: it coordinates every key, and the topic comes with the first write (as before cluster mode).
 
-Deviation: Kafka answers COORDINATOR_NOT_AVAILABLE while it creates `__consumer_offsets` on the first lookup;
-here the coordinator is available at once (the topic is created on its first write).
+Errors: COORDINATOR_NOT_AVAILABLE while the key's partition has no leader (or its topic cannot be created).
+Key type 2 (share group) is INVALID_REQUEST, as Kafka answers without a share coordinator (and before v6 always);
+so is any other key type.
+
+Deviation: Kafka answers COORDINATOR_NOT_AVAILABLE to the lookup that creates the internal topic; here the topic
+is created in-process at once, so that lookup already answers the new leader.
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from ..coordinator import coordinator_of
+from ..coordinator.ownership import is_cluster_of_one
+from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import FindCoordinatorResponse
+from ..topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -28,25 +38,56 @@ MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-SERVED_KEY_TYPES = frozenset({GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE})
 NO_NODE = (-1, "", -1)  # Kafka's Node.noNode(): id, host, port
 SUCCESS_MESSAGE = "NONE"  # Kafka's Errors.NONE.message()
+
+log = logging.getLogger(__name__)
 
 Coordinator = FindCoordinatorResponse.Coordinator
 
 
 async def handle(ctx: RequestContext, request) -> FindCoordinatorResponse:
     coordinator_of(ctx.broker)  # a client's first group request follows: have the coordinator loading already
-    error = ErrorCode.NONE if request.key_type in SERVED_KEY_TYPES else ErrorCode.INVALID_REQUEST
-    if error is ErrorCode.NONE:
-        node_id = ctx.broker.node_id
-        host, port = ctx.broker.advertised_endpoint(ctx.listener_host, ctx.listener_port)
-    else:
-        node_id, host, port = NO_NODE
     if ctx.api_version >= 4:
-        message = "" if error is ErrorCode.NONE else error.message
-        return FindCoordinatorResponse(coordinators=[
-            Coordinator(key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=message)
-            for key in request.coordinator_keys])
+        coordinators = []
+        for key in request.coordinator_keys:
+            error, (node_id, host, port) = _find(ctx, request.key_type, key)
+            coordinators.append(Coordinator(key=key, node_id=node_id, host=host, port=port, error_code=error,
+                                            error_message="" if error is ErrorCode.NONE else error.message))
+        return FindCoordinatorResponse(coordinators=coordinators)
+    error, (node_id, host, port) = _find(ctx, request.key_type, request.key)
     message = SUCCESS_MESSAGE if error is ErrorCode.NONE else error.message
     return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node_id, host=host, port=port)
+
+
+def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, tuple[int, str, int]]:
+    """(error, (node id, host, port)) of the key's coordinator."""
+    if key_type == GROUP_KEY_TYPE:
+        coordinator = coordinator_of(ctx.broker).offsets
+        topic = GROUP_METADATA_TOPIC
+    elif key_type == TRANSACTION_KEY_TYPE:
+        coordinator = transactions_of(ctx.broker)
+        topic = TRANSACTION_STATE_TOPIC
+    else:
+        return ErrorCode.INVALID_REQUEST, NO_NODE
+    node = ctx.broker
+    if node.topic(topic) is None:
+        if is_cluster_of_one(node):
+            return _endpoint(ctx, node.node_id)
+        try:
+            coordinator.create_topic()
+        except Exception as exc:  # noqa: BLE001 - too few nodes, a full disk: clients retry the lookup
+            log.warning("could not create %s: %s", topic, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+    state = node.partition_state(topic, coordinator.partition_for(key))
+    if state is None or state.leader < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+    return _endpoint(ctx, state.leader)
+
+
+def _endpoint(ctx: RequestContext, node_id: int) -> tuple[ErrorCode, tuple[int, str, int]]:
+    endpoint = ctx.broker.endpoint_of(node_id, ctx.listener_host, ctx.listener_port)
+    if endpoint is None:  # a node without a listener the client can reach
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+    host, port = endpoint
+    return ErrorCode.NONE, (node_id, host, port)

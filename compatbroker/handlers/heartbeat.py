@@ -4,7 +4,8 @@ Answers, as Kafka's: NONE in CompletingRebalance and Stable (renewing the member
 REBALANCE_IN_PROGRESS in PreparingRebalance (renewing it too: the member should rejoin), UNKNOWN_MEMBER_ID for a
 member or group the coordinator does not know, FENCED_INSTANCE_ID for a replaced static member (v3+ sends
 `group_instance_id`), ILLEGAL_GENERATION for another generation, INVALID_GROUP_ID for an empty group id. While
-the coordinator is loading the answer is NONE, as Kafka's, so that members do not drop out of their group.
+the coordinator is loading the answer is NONE, as Kafka's, so that members do not drop out of their group; for a
+group another node coordinates NOT_COORDINATOR.
 v4 is the first flexible version.
 """
 from __future__ import annotations
@@ -27,8 +28,11 @@ async def handle(ctx: RequestContext, request) -> HeartbeatResponse:
     if not request.group_id:
         return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
     coordinator = coordinator_of(ctx.broker)
-    if not coordinator.loaded:
+    error = coordinator.error_for(request.group_id)
+    if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
         return HeartbeatResponse(error_code=ErrorCode.NONE)
+    if error is not ErrorCode.NONE:
+        return HeartbeatResponse(error_code=error)
     error = coordinator.membership.heartbeat(request.group_id, request.member_id, request.group_instance_id,
                                              request.generation_id)
     return HeartbeatResponse(error_code=error)

@@ -3,9 +3,10 @@ stamps on its batches.
 
 Behaviour, as Kafka's:
 - Without a transactional id: a producer id never handed out before, with epoch 0, whatever producer id and epoch
-  the request names (`compatbroker.producer_ids`). An idempotent producer bumps its epoch on its own and asks for a
+  the request names (`compatbroker.producer_ids`: blocks claimed from the controller, so unique across the nodes
+  of a cluster). An idempotent producer bumps its epoch on its own and asks for a
   new id when it needs one (KIP-360), so Kafka answers every such request alike.
-- With a transactional id (this broker coordinates every one; FindCoordinator key type 1 names it): the
+- With a transactional id (on the node FindCoordinator key type 1 names; another node answers NOT_COORDINATOR): the
   transaction coordinator's rules (`compatbroker.coordinator.transactions`): the id's producer id with a bumped
   epoch, a new producer id when the epoch is spent, the KIP-360 checks of a producer id and epoch named by the
   request (v3+), and fencing: an open transaction of the previous producer is aborted first (CONCURRENT_TRANSACTIONS
@@ -14,7 +15,9 @@ Behaviour, as Kafka's:
   transactional id. A transaction timeout outside (0, `transaction.max.timeout.ms`] is
   INVALID_TRANSACTION_TIMEOUT. A stale producer is PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH before, the
   code older clients understand (as Kafka maps it). While `__transaction_state` is still being loaded the answer
-  is COORDINATOR_LOAD_IN_PROGRESS; when the coordinator cannot write the id's new state, NOT_COORDINATOR.
+  is COORDINATOR_LOAD_IN_PROGRESS; when the coordinator cannot write the id's new state, Kafka's mapping of the
+  append error (NOT_COORDINATOR for a failing disk, COORDINATOR_NOT_AVAILABLE when the in-sync replicas are too
+  few or do not confirm it in time).
 - When the disk refuses to record a block of producer ids the answer is COORDINATOR_LOAD_IN_PROGRESS, Kafka's
   answer while it has no block to allocate from. An unreadable producer id file (see `compatbroker.producer_ids`)
   is UNKNOWN_SERVER_ERROR: no id is handed out that could repeat one.

@@ -14,7 +14,7 @@ Version differences, as Kafka's:
 
 Checked before the group is looked at: an empty group id (INVALID_GROUP_ID), a session timeout outside
 [`group.min.session.timeout.ms`, `group.max.session.timeout.ms`] (INVALID_SESSION_TIMEOUT), a coordinator still
-loading (COORDINATOR_LOAD_IN_PROGRESS).
+loading (COORDINATOR_LOAD_IN_PROGRESS) or a group another node coordinates (NOT_COORDINATOR).
 
 The member's client host is recorded as Kafka records it: Java's text of the address after a "/".
 """
@@ -48,8 +48,9 @@ async def handle(ctx: RequestContext, request) -> JoinGroupResponse:
         return response(version, JoinResult(ErrorCode.INVALID_GROUP_ID, member_id=request.member_id))
     if not settings.min_session_timeout_ms <= request.session_timeout_ms <= settings.max_session_timeout_ms:
         return response(version, JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=request.member_id))
-    if not coordinator.loaded:
-        return response(version, JoinResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, member_id=request.member_id))
+    error = coordinator.error_for(request.group_id)
+    if error is not ErrorCode.NONE:
+        return response(version, JoinResult(error, member_id=request.member_id))
     args = JoinArgs(
         group_id=request.group_id, member_id=request.member_id, protocol_type=request.protocol_type,
         protocols=[(protocol.name, bytes(protocol.metadata)) for protocol in request.protocols],

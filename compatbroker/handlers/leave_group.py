@@ -6,7 +6,8 @@ id alone (empty member id). v4 is the first flexible version; v5 adds a reason p
 
 Errors, as Kafka's: per member UNKNOWN_MEMBER_ID (also for every member of a group the coordinator does not know)
 and FENCED_INSTANCE_ID; at the top INVALID_GROUP_ID for an empty group id and COORDINATOR_LOAD_IN_PROGRESS while
-loading. A v0-2 answer carries the top-level error, else the member's.
+loading, NOT_COORDINATOR for a group another node coordinates. A v0-2 answer carries the top-level error, else
+the member's.
 """
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ async def handle(ctx: RequestContext, request) -> LeaveGroupResponse:
     if not request.group_id:
         return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
     coordinator = coordinator_of(ctx.broker)
-    if not coordinator.loaded:
-        return LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    error = coordinator.error_for(request.group_id)
+    if error is not ErrorCode.NONE:
+        return LeaveGroupResponse(error_code=error)
     error, results = coordinator.membership.leave(request.group_id, leaving)
     if version < 3:
         first_failure = next((r.error for r in results if r.error is not ErrorCode.NONE), ErrorCode.NONE)

@@ -1,9 +1,10 @@
-"""ListGroups (API key 16), versions 0-5: the groups this broker coordinates (all of them: it coordinates every
-group), with their protocol type ("" for a group that only has committed offsets).
+"""ListGroups (API key 16), versions 0-5: the groups this node coordinates (a single node coordinates every group;
+in a cluster, clients ask every node), with their protocol type ("" for a group that only has committed offsets).
 
 v3 is the first flexible version. v4 adds each group's state and a state filter (KIP-518), v5 each group's type
 ("classic" for every group here) and a type filter (KIP-848); filters are case-insensitive and an empty filter
-passes every group. While the coordinator is loading the answer is COORDINATOR_LOAD_IN_PROGRESS.
+passes every group. While the coordinator is loading (any partition of `__consumer_offsets` this node leads) the
+answer is COORDINATOR_LOAD_IN_PROGRESS.
 Groups are listed by id (Kafka's order is that of a hash map).
 """
 from __future__ import annotations

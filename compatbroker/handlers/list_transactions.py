@@ -1,5 +1,5 @@
-"""ListTransactions (API key 66), versions 0-2: the transactional ids the coordinator knows, filtered (KIP-664,
-`kafka-transactions.sh list`).
+"""ListTransactions (API key 66), versions 0-2: the transactional ids this node's coordinator knows, filtered
+(KIP-664, `kafka-transactions.sh list`; in a cluster, clients ask every node).
 
 Behaviour, as Kafka's: every transactional id except those being expired (state Dead) is listed with its producer
 id and state, when it passes every filter given:
@@ -11,7 +11,8 @@ id and state, when it passes every filter given:
   milliseconds ago (Kafka compares with the transaction's start time whatever the state).
 - `transactional_id_pattern` (v2+, KIP-1152): when neither null nor empty, a regular expression the whole id must
   match; one that does not compile is INVALID_REGULAR_EXPRESSION with nothing listed.
-While `__transaction_state` is loading the answer is COORDINATOR_LOAD_IN_PROGRESS with nothing listed.
+While `__transaction_state` is loading (any partition this node leads) the answer is COORDINATOR_LOAD_IN_PROGRESS
+with nothing listed.
 
 The pattern is compiled with RE2 (`google-re2`), the engine Kafka uses through RE2/J: the same patterns compile
 (backreferences, lookaround, atomic groups and possessive quantifiers do not), and matching takes linear time, so
@@ -50,7 +51,7 @@ class InvalidPattern(ValueError):
 
 async def handle(ctx: RequestContext, request) -> ListTransactionsResponse:
     coordinator = transactions_of(ctx.broker)
-    if not coordinator.loaded:
+    if not coordinator.loaded or coordinator.ownership.loading:
         return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     asked = list(dict.fromkeys(request.state_filters))
     unknown = [name for name in asked if name not in STATE_NAMES]

@@ -3,7 +3,8 @@
 
 Behaviour, as Kafka 4.3's:
 - Group-level errors answer the error alone, without topics: INVALID_GROUP_ID for an empty group id,
-  COORDINATOR_LOAD_IN_PROGRESS while `__consumer_offsets` loads, GROUP_ID_NOT_FOUND for a group that neither
+  COORDINATOR_LOAD_IN_PROGRESS while `__consumer_offsets` loads, NOT_COORDINATOR for a group
+  another node coordinates, GROUP_ID_NOT_FOUND for a group that neither
   exists nor has offsets, NON_EMPTY_GROUP for a group with members whose protocol type is not `consumer` (Kafka
   cannot tell what such a group reads), and the coordinator's error when the tombstones cannot be written.
 - Otherwise every requested partition is answered: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition the broker
@@ -62,8 +63,9 @@ async def handle(ctx: RequestContext, request) -> OffsetDeleteResponse:
 def _group_error(coordinator, store, group_id: str) -> ErrorCode:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID
-    if not store.loaded:
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    error = store.error_for(group_id)
+    if error is not ErrorCode.NONE:
+        return error
     group = coordinator.group(group_id)  # a group with offsets only exists too (as a simple group)
     if group is None:
         return ErrorCode.GROUP_ID_NOT_FOUND

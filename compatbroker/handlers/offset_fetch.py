@@ -11,8 +11,9 @@ Behaviour, as Kafka 4.3's:
   until its transaction's marker, and across restarts) answers UNSTABLE_OFFSET_COMMIT (retriable) instead of an
   offset that may change; without it the last committed offset is answered. Asking for all partitions looks only
   at partitions with a visible offset, as Kafka does.
-- While `__consumer_offsets` loads, the group answers COORDINATOR_LOAD_IN_PROGRESS: as the top-level error in
-  v2-7, as the group's error in v8+, and on every requested partition in v0-1, which have no top-level error.
+- While `__consumer_offsets` loads, the group answers COORDINATOR_LOAD_IN_PROGRESS (NOT_COORDINATOR when another
+  node coordinates it): as the top-level error in v2-7, as the group's error in v8+, and on every requested
+  partition in v0-1, which have no top-level error.
 - `member_id` and `member_epoch` (v9+) only matter for KIP-848 consumer groups, which this broker does not run.
 
 Deviations: v0 answers UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not have, as Kafka did when v0
@@ -95,8 +96,9 @@ def _wanted(broker, topics, version: int) -> list[_Wanted] | None:
 
 def _fetch_group(ctx: RequestContext, store, group_id: str, wanted: list[_Wanted] | None,
                  require_stable: bool) -> tuple[ErrorCode, list[_Topic]]:
-    if not store.loaded:
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+    error = store.error_for(group_id)
+    if error is not ErrorCode.NONE:
+        return error, []
     if wanted is None:
         return ErrorCode.NONE, _all_partitions(ctx, store, group_id, require_stable)
     topics = []

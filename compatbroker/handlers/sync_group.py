@@ -7,7 +7,8 @@ first) it is answered at once with the member's assignment. See `coordinator/mem
 Version differences: v3 adds `group_instance_id`; v4 is the first flexible version; v5 adds the protocol type and
 name to both request and response (KIP-559): both must be present in a v5 request (else
 INCONSISTENT_GROUP_PROTOCOL, as Kafka checks first) and must match the group's.
-Errors: INVALID_GROUP_ID for an empty group id, COORDINATOR_LOAD_IN_PROGRESS while loading, and from the group:
+Errors: INVALID_GROUP_ID for an empty group id, COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR for a
+group another node coordinates (also for a parked request when the group moves away), and from the group:
 UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, INCONSISTENT_GROUP_PROTOCOL.
 """
 from __future__ import annotations
@@ -36,8 +37,9 @@ async def handle(ctx: RequestContext, request) -> SyncGroupResponse:
     if not request.group_id:
         return response(version, SyncResult(ErrorCode.INVALID_GROUP_ID))
     coordinator = coordinator_of(ctx.broker)
-    if not coordinator.loaded:
-        return response(version, SyncResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+    error = coordinator.error_for(request.group_id)
+    if error is not ErrorCode.NONE:
+        return response(version, SyncResult(error))
     args = SyncArgs(group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
                     group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
                     protocol_name=request.protocol_name,

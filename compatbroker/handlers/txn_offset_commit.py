@@ -5,12 +5,14 @@ Behaviour, as Kafka 4.3's (KafkaApis.handleTxnOffsetCommitRequest, the group coo
 commitTransactionalOffsets):
 - An unknown topic, or a partition the topic does not have, answers UNKNOWN_TOPIC_OR_PARTITION; the rest goes on,
   and when nothing is left the group is not looked at. An empty group id answers INVALID_GROUP_ID.
-- The producer is verified with the transaction coordinator first (`verify_for_append` on the group's
-  `__consumer_offsets` partition). Kafka's TransactionSupportedOperation follows the request version alone: v5+
-  adds the partition to the transaction (transactions v2, no AddOffsetsToTxn needed; a client sends v5 only when
-  `transaction.version` 2 is finalized), v0-4 only verify that AddOffsetsToTxn added it. Its errors are answered
-  as Kafka's partition leader translates them: PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE as
-  INVALID_TXN_STATE below v4 (older clients do not know it), NETWORK_EXCEPTION as COORDINATOR_LOAD_IN_PROGRESS.
+- A group another node coordinates answers NOT_COORDINATOR before anything else. The producer is verified with
+  the transaction coordinator first (`verify_for_append` on the group's `__consumer_offsets` partition, answered by
+  the node that coordinates the transactional id). Kafka's TransactionSupportedOperation follows the request
+  version alone: v5+ adds the partition to the transaction (transactions v2, no AddOffsetsToTxn needed; a client
+  sends v5 only when `transaction.version` 2 is finalized), v0-4 only verify that AddOffsetsToTxn added it. Its
+  errors are answered as Kafka's partition leader translates them: PRODUCER_FENCED as INVALID_PRODUCER_EPOCH,
+  TRANSACTION_ABORTABLE as INVALID_TXN_STATE below v4 (older clients do not know it), NETWORK_EXCEPTION as
+  COORDINATOR_LOAD_IN_PROGRESS.
 - Then the group (the coordinator's `validate_offset_commit`, transactional): while `__consumer_offsets` loads,
   COORDINATOR_LOAD_IN_PROGRESS; from v3 (KIP-447) the member id, group instance id and generation are checked when
   given (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION; a generation >= 0 for an unknown group is
@@ -83,6 +85,8 @@ async def _commit(ctx: RequestContext, request, wanted: list[Wanted]) -> list[Er
         return [ErrorCode.INVALID_GROUP_ID] * len(wanted)
     coordinator = coordinator_of(ctx.broker)
     store = coordinator.offsets
+    if coordinator.error_for(request.group_id) is ErrorCode.NOT_COORDINATOR:
+        return [ErrorCode.NOT_COORDINATOR] * len(wanted)  # before verifying: TV2 would add the partition
     error = await _verify(ctx, request, store.partition_for(request.group_id))
     if error == ErrorCode.NONE:
         error = ErrorCode(coordinator.validate_offset_commit(

@@ -1,17 +1,19 @@
 """WriteTxnMarkers (API key 27), versions 0-2: write transaction markers (control batches) to partitions.
 
 In Kafka the transaction coordinator sends this to partition leaders to complete a transaction; this broker's
-coordinator writes its markers itself (`compatbroker.coordinator.transactions.markers.write_markers`), and this
-handler serves the same path for tools and tests that send the request.
+coordinator writes its markers on the leader nodes itself (`compatbroker.coordinator.transactions.markers`), and
+this handler serves the same path (`write_markers_here`, on this node) for tools and tests that send the request.
 
 Behaviour, as Kafka's: each marker appends one COMMIT or ABORT control batch, with the marker's producer id and
 epoch and coordinator epoch, to every listed partition, and a marker in a `__consumer_offsets` partition completes
 the transactional offset commits of that producer there (made visible or dropped). The answer comes once every
-marker is written and durable under the flush policy. Per partition: NONE, UNKNOWN_TOPIC_OR_PARTITION for a
-partition this broker does not have, INVALID_PRODUCER_EPOCH for a producer epoch older than the partition's
-producer's, TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the partition's last marker's, and
-KAFKA_STORAGE_ERROR when the disk refuses the append. A marker for a producer without an open transaction on the
-partition is written all the same, as Kafka writes it (it completes nothing).
+marker is written, durable under the flush policy and, with several replicas, in every in-sync replica (acks=-1).
+Per partition: NONE, UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist, NOT_LEADER_OR_FOLLOWER for
+one this node does not lead, NOT_ENOUGH_REPLICAS (or the replication wait's error) when the ISR is too small,
+INVALID_PRODUCER_EPOCH for a producer epoch older than the partition's producer's, TRANSACTION_COORDINATOR_FENCED
+for a coordinator epoch older than the partition's last marker's, and KAFKA_STORAGE_ERROR when the disk refuses
+the append. A marker for a producer without an open transaction on the partition is written all the same, as
+Kafka writes it (it completes nothing).
 
 Versions 0 and 1 differ only in their encoding (Kafka 3.9 serves both; 4.0 removed v0, KIP-896, so `--emulate 4.0`
 and later do not offer it). Version 2 (KIP-1228) adds the marker's `transaction_version`; this broker accepts it
@@ -26,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from ..coordinator.transactions.markers import write_markers
+from ..coordinator.transactions.markers import write_markers_here
 from ..protocol.messages import WriteTxnMarkersResponse
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ async def handle(ctx: RequestContext, request) -> WriteTxnMarkersResponse:
 async def _write(ctx: RequestContext, marker):
     partitions = list(dict.fromkeys((topic.name, index) for topic in marker.topics
                                     for index in topic.partition_indexes))
-    codes = await write_markers(ctx.broker, producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+    codes = await write_markers_here(ctx.broker, producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                                 coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,
                                 partitions=partitions)
     by_topic: dict[str, list] = {}

@@ -59,6 +59,15 @@ class StandInStore:
     async def stop(self):
         pass
 
+    def error_for(self, group_id: str) -> ErrorCode:
+        return ErrorCode.NONE if self.loaded else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+    def is_loading(self) -> bool:
+        return False
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for_group(group_id, 50)
+
     def groups_with_offsets(self) -> set[str]:
         return set(self.with_offsets)
 

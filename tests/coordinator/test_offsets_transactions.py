@@ -7,6 +7,7 @@ COORDINATOR, then `complete_transaction`), so these tests need nothing of the tr
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -239,19 +240,23 @@ async def test_a_marker_written_while_the_replay_runs_completes_after_it(data_di
     reopened = new_broker(data_dir)
     coordinator = StandInCoordinator(reopened)
     again = coordinator.offsets
-    original = loader.replay_offsets_topic
-    racing = []
+    original = loader.replay_partition
+    replayed, release = threading.Event(), threading.Event()
 
-    async def replay_raced_by_the_marker_writer(broker):
-        replayed = await original(broker)  # read up to the end the log had: the marker below is past it
-        write_marker(broker, again, "g", commit=True)
-        racing.append(asyncio.ensure_future(again.complete_transaction(PRODUCER, again.partition_for("g"), True)))
-        await asyncio.sleep(0)  # a yield: the marker writer's call takes its first step before the replay is applied
-        return replayed
+    def replay_raced_by_the_marker_writer(partition_log, end, into):
+        original(partition_log, end, into)  # read up to the end the log had: the marker below is past it
+        replayed.set()
+        release.wait(30)
 
-    monkeypatch.setattr(loader, "replay_offsets_topic", replay_raced_by_the_marker_writer)
-    await again.load()
-    await racing[0]
+    monkeypatch.setattr(loader, "replay_partition", replay_raced_by_the_marker_writer)
+    loading = asyncio.ensure_future(again.load())
+    assert await asyncio.to_thread(replayed.wait, 30)
+    write_marker(reopened, again, "g", commit=True)
+    racing = asyncio.ensure_future(again.complete_transaction(PRODUCER, again.partition_for("g"), True))
+    await asyncio.sleep(0)  # a yield: the marker writer's call takes its first step before the replay is applied
+    release.set()
+    await loading
+    await racing
     assert visible(again) == {("t", 0): 10} and not again.has_unstable_offset("g", "t", 0)
     await reopened.shutdown()
 

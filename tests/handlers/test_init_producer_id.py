@@ -12,7 +12,9 @@ import pytest
 from compatbroker import producer_ids
 from compatbroker.coordinator.transactions import transactions_of
 from compatbroker.coordinator.transactions.state import LAST_USABLE_EPOCH
-from compatbroker.producer_ids import (BLOCK_SIZE, PRODUCER_ID_BLOCK_FILE, TRANSACTIONAL_IDS_FILE, ProducerIds,
+from compatbroker.cluster import producer_id_blocks
+from compatbroker.cluster.producer_id_blocks import ProducerIdBlocks
+from compatbroker.producer_ids import (BLOCK_SIZE, PRODUCER_ID_BLOCK_FILE, TRANSACTIONAL_IDS_FILE,
                                        TransactionalProducer, producer_ids_of, write_transactional_ids)
 from compatbroker.topic_names import TRANSACTION_STATE_TOPIC
 from compatbroker.protocol.error_codes import ErrorCode
@@ -221,8 +223,8 @@ async def test_a_block_is_on_disk_before_its_first_id_is_handed_out(tmp_path):
     try:
         handed = (await init(broker, 4)).producer_id
         assert producer_ids.read_next_block(str(data_dir / PRODUCER_ID_BLOCK_FILE)) == handed + BLOCK_SIZE
-        after_crash = ProducerIds(str(data_dir))  # what a restarted broker reads
-        assert await after_crash.new_producer_id() > handed
+        after_crash = ProducerIdBlocks(str(data_dir / PRODUCER_ID_BLOCK_FILE))  # what a restarted broker reads
+        assert (await after_crash.allocate_block()).start > handed
     finally:
         broker.logs.shutdown()
 
@@ -231,15 +233,18 @@ async def test_ids_are_unique_across_blocks(broker):
     manager = producer_ids_of(broker)
     ids = [await manager.new_producer_id() for _ in range(2 * BLOCK_SIZE + 500)]
     assert len(set(ids)) == len(ids) and ids == sorted(ids)
-    assert producer_ids.read_next_block(manager.blocks.path) == 3 * BLOCK_SIZE
+    assert producer_ids.read_next_block(broker.controller.producer_id_blocks.path) == 3 * BLOCK_SIZE
 
 
 async def test_transactional_ids_raise_the_first_block(tmp_path):
     """A block file lost (or a data directory without one) must not hand out the transactional map's ids."""
     data_dir = tmp_path / "data"
     seed(data_dir, "tx", TransactionalProducer(5000, 3, 4000, -1, TIMEOUT_MS, 0))
-    manager = ProducerIds(str(data_dir))
-    assert await manager.new_producer_id() == 5001
+    broker = make_broker(data_dir)
+    try:
+        assert await producer_ids_of(broker).new_producer_id() == 5001
+    finally:
+        broker.logs.shutdown()
 
 
 async def test_producer_ids_the_logs_track_raise_the_first_block(broker):
@@ -259,7 +264,7 @@ async def test_an_unreadable_block_file_stops_allocation(tmp_path):
     os.makedirs(data_dir)
     (data_dir / PRODUCER_ID_BLOCK_FILE).write_text("{not json")
     with pytest.raises(producer_ids.ProducerIdsError):
-        ProducerIds(str(data_dir))
+        await ProducerIdBlocks(str(data_dir / PRODUCER_ID_BLOCK_FILE)).allocate_block()
     broker = make_broker(data_dir)
     try:
         assert_error(await init(broker, 4), ErrorCode.UNKNOWN_SERVER_ERROR)
@@ -271,7 +276,7 @@ async def test_disk_failures_answer_retriable_errors(broker, monkeypatch):
     def refuse(*_, **__):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(producer_ids, "write_next_block", refuse)
+    monkeypatch.setattr(producer_id_blocks, "write_next_block", refuse)
     assert_error(await init(broker, 4), ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     assert_error(await init(broker, 4, "tx"), ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)  # it needs an id too
     monkeypatch.undo()

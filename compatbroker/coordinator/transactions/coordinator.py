@@ -39,10 +39,22 @@ Rules (Kafka's TransactionCoordinator; 4.x with KIP-890):
   (its producer is fenced). Every `transaction.remove.expired.transaction.cleanup.interval.ms`,
   `expire_transactional_ids` writes tombstones for ids without an open transaction idle for
   `transactional.id.expiration.ms`.
-- Start: `__transaction_state` is replayed (loader.py); PrepareCommit/PrepareAbort transactions get their markers
-  (re)written and are completed; Ongoing ones stay open (their timeout applies). `<data dir>/transactional-ids.json`
-  (the map earlier versions of compatbroker kept, see producer_ids.py) is then migrated once (Empty state, same
-  producer id and epoch) and deleted, and producer id allocation is raised above every producer id the log knows.
+- Coordinators move with leadership: a node coordinates the transactional ids of the partitions of
+  `__transaction_state` it leads (`ownership.py`; `on_leadership_change`, called by the node). A partition gained
+  is replayed from the node's replica (loader.py): PrepareCommit/PrepareAbort transactions get their markers
+  (re)written and are completed; Ongoing ones stay open (their timeout applies); producer id allocation is raised
+  above every producer id it knows. Requests for its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile. A partition
+  lost drops its ids (their marker retries stop: the new coordinator completes them), and requests for them answer
+  NOT_COORDINATOR, as does a write that finds its partition gone once it is durable. The coordinator epoch in
+  markers is the partition's leader epoch when it was gained, as in Kafka.
+- Writes go to this node's replica while it leads the partition and are acknowledged once the in-sync replicas
+  have them (`appends.py`, waiting up to Kafka's `request.timeout.ms` default); markers go to each data
+  partition's leader node (markers.py). AddPartitionsToTxn verification asked of a node that does not coordinate
+  the id (a partition leader checking a Produce or TxnOffsetCommit) is passed to the node that does, as Kafka's
+  partition leaders send it to the coordinator.
+- Start: the partitions this node leads are loaded; `<data dir>/transactional-ids.json` (the map earlier versions
+  of compatbroker kept, see producer_ids.py) is then migrated once (Empty state, same producer id and epoch) and
+  deleted.
 """
 from __future__ import annotations
 
@@ -60,21 +72,23 @@ from ...protocol.records.batch import build_batch
 from ...storage import StorageError
 from ...storage.validator import COORDINATOR
 from ...topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
-from ..offsets import COORDINATOR_APPEND_ERRORS, partition_for_group
-from .loader import replay_transaction_log
+from ..appends import check_before_append, coordinator_error, wait_for_replicas
+from ..host import CoordinatorHost
+from ..offsets import partition_for_group
+from ..ownership import PartitionOwnership, is_cluster_of_one
+from .loader import replay_partition
 from .markers import write_markers
 from .records import encode_key, encode_value
 from .rules import bump_epoch, end_decision, may_resume
 from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_START_TIME, TransactionMetadata, TransactionState
 
 if TYPE_CHECKING:
-    from ...broker import Broker
     from ...storage import Log
 
 log = logging.getLogger(__name__)
 
 S = TransactionState
-COORDINATOR_EPOCH = 0  # the leader epoch of the __transaction_state partition: always 0 on a single broker
+APPEND_TIMEOUT_MS = 30_000  # Kafka waits for the replicas of a transaction log append up to request.timeout.ms
 _MARKER_RETRY_BACKOFF_S = (0.1, 5.0)  # first and longest wait before writing markers again
 # Marker errors after which the partition counts as done: gone, or refused for good (Kafka stops sending too).
 _MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -140,10 +154,12 @@ class TransactionWriteError(Exception):
 class TransactionCoordinator:
     """The broker's transaction coordinator. Everything runs on the event loop."""
 
-    def __init__(self, broker: Broker, config: TransactionConfig | None = None):
+    def __init__(self, broker: CoordinatorHost, config: TransactionConfig | None = None):
         self.broker = broker
         self.config = config or TransactionConfig.from_config(broker.config)
-        self.loaded = False
+        self.loaded = False  # the first load (every partition this node led then) is done
+        self.ownership = PartitionOwnership(broker, TRANSACTION_STATE_TOPIC, load=self._load_partition,
+                                            unload=self._unload_partition)
         self._metadata: dict[str, TransactionMetadata] = {}
         self._pending: set[str] = set()        # ids with a transition being decided or written
         self._completing: set[str] = set()     # ids whose markers are being written
@@ -171,14 +187,48 @@ class TransactionCoordinator:
         await self.start()
 
     async def _load(self) -> None:
-        self._metadata = await replay_transaction_log(self.broker)
+        self.ownership.refresh()
+        await self.ownership.wait_loaded()
         await self._migrate_transactional_ids_file()
-        self._raise_producer_id_floor()
         self.loaded = True
-        log.info("loaded %d transactional id(s) from %s", len(self._metadata), TRANSACTION_STATE_TOPIC)
-        for transactional_id, metadata in list(self._metadata.items()):
+
+    def on_leadership_change(self, led, lost) -> None:
+        """The node now leads the partitions `led` of `__transaction_state` and no longer leads `lost`."""
+        self.ownership.on_leadership_change(led, lost)
+
+    def error_for(self, transactional_id: str) -> ErrorCode:
+        """NONE when this node coordinates the transactional id and has loaded it, else NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS."""
+        if not self.loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return self.ownership.error_for(self.partition_for(transactional_id))
+
+    async def _load_partition(self, partition: int) -> None:
+        """Replay a partition this node now leads; complete the transactions it left prepared."""
+        partition_log = self.broker.get_log(TRANSACTION_STATE_TOPIC, partition)
+        states: dict[str, TransactionMetadata] = {}
+        await asyncio.get_running_loop().run_in_executor(
+            None, replay_partition, partition_log, partition_log.log_end_offset, states,
+            self.broker.config.transaction_state_log_load_buffer_size)
+        self._metadata.update(states)
+        self._raise_producer_id_floor(states.values())
+        log.info("loaded %d transactional id(s) from %s-%d", len(states), TRANSACTION_STATE_TOPIC, partition)
+        for transactional_id, metadata in states.items():
             if metadata.state.is_prepare:  # its markers may be missing: write them (again) and complete it
                 self._retry_completion(transactional_id, first_delay_s=0.0)
+
+    def _unload_partition(self, partition: int) -> None:
+        doomed = [transactional_id for transactional_id in self._metadata
+                  if self.partition_for(transactional_id) == partition]
+        for transactional_id in doomed:
+            del self._metadata[transactional_id]
+            self._markers_written.pop(transactional_id, None)
+            task = self._retries.pop(transactional_id, None)
+            if task is not None:
+                task.cancel()
+        if doomed:
+            log.info("no longer coordinating %d transactional id(s) of %s-%d", len(doomed), TRANSACTION_STATE_TOPIC,
+                     partition)
 
     async def stop(self) -> None:
         """Stop loading and the marker retries (storage is the broker's to close)."""
@@ -189,6 +239,7 @@ class TransactionCoordinator:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._retries.clear()
+        await self.ownership.stop()
 
     # --- InitProducerId -------------------------------------------------------------------------------------------
 
@@ -196,8 +247,9 @@ class TransactionCoordinator:
                                expected: tuple[int, int] | None) -> InitResult:
         """InitProducerId for a transactional id; `expected` is the (producer id, epoch) the request names (KIP-360),
         None when it names none."""
-        if not self.loaded:
-            return InitResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        error = self.error_for(transactional_id)
+        if error is not ErrorCode.NONE:
+            return InitResult(error)
         if not transactional_id:
             return InitResult(ErrorCode.INVALID_REQUEST)
         if not 0 < transaction_timeout_ms <= self.config.max_timeout_ms:
@@ -256,8 +308,9 @@ class TransactionCoordinator:
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: list[Partition], *, tv2: bool = False) -> ErrorCode:
         """AddPartitionsToTxn (and the implicit add of TV2): one code for all partitions."""
-        if not self.loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        error = self.error_for(transactional_id)
+        if error is not ErrorCode.NONE:
+            return error
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         current = self._metadata.get(transactional_id)
@@ -288,11 +341,10 @@ class TransactionCoordinator:
                           partitions: list[Partition]) -> dict[Partition, ErrorCode]:
         """AddPartitionsToTxn with verify_only: NONE for each partition in the Ongoing transaction, else
         TRANSACTION_ABORTABLE; the same error for all when the producer or the state is wrong."""
-        if not self.loaded:
-            error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        elif not transactional_id:
+        error = self.error_for(transactional_id)
+        if error is ErrorCode.NONE and not transactional_id:
             error = ErrorCode.INVALID_REQUEST
-        else:
+        elif error is ErrorCode.NONE:
             current = self._metadata.get(transactional_id)
             error = self._check_producer(current, producer_id, producer_epoch)
             if error is ErrorCode.NONE and current.state.is_prepare:
@@ -310,10 +362,17 @@ class TransactionCoordinator:
                                          [(GROUP_METADATA_TOPIC, partition)])
 
     async def verify_for_append(self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str,
-                                partition: int, *, tv2: bool) -> ErrorCode:
+                                partition: int, *, tv2: bool, forwarded: bool = False) -> ErrorCode:
         """The check before a transactional append (Produce) or transactional offset commit: TV2 adds the
         partition (starting the transaction if needed); TV1 verifies it is in the transaction when
-        `transaction.partition.verification.enable` is true."""
+        `transaction.partition.verification.enable` is true. Asked of a node that does not coordinate the id, the
+        check goes to the node that does (COORDINATOR_NOT_AVAILABLE when none leads its partition)."""
+        if not forwarded and self.error_for(transactional_id) is ErrorCode.NOT_COORDINATOR:
+            coordinator = self._coordinator_node(transactional_id)
+            if coordinator is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return await coordinator.verify_for_append(transactional_id, producer_id, producer_epoch, topic,
+                                                       partition, tv2=tv2, forwarded=True)
         if tv2:
             return await self.add_partitions(transactional_id, producer_id, producer_epoch, [(topic, partition)],
                                              tv2=True)
@@ -327,8 +386,9 @@ class TransactionCoordinator:
     async def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                               *, tv2: bool) -> EndResult:
         """EndTxn: commit or abort the Ongoing transaction (see the module docstring for the rules)."""
-        if not self.loaded:
-            return EndResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        error = self.error_for(transactional_id)
+        if error is not ErrorCode.NONE:
+            return EndResult(error)
         if not transactional_id:
             return EndResult(ErrorCode.INVALID_REQUEST)
         current = self._metadata.get(transactional_id)
@@ -397,7 +457,9 @@ class TransactionCoordinator:
             done = self._markers_written.setdefault(transactional_id, set())
             results = await write_markers(self.broker, producer_id=prepared.producer_id,
                                           producer_epoch=prepared.producer_epoch,
-                                          coordinator_epoch=COORDINATOR_EPOCH, commit=commit,
+                                          coordinator_epoch=self.ownership.coordinator_epoch(
+                                              self.partition_for(transactional_id)),
+                                          commit=commit,
                                           partitions=sorted(prepared.partitions - done))
             done.update(partition for partition, code in results.items() if code in _MARKER_DONE)
             failed = {partition: code for partition, code in results.items() if code not in _MARKER_DONE}
@@ -562,6 +624,12 @@ class TransactionCoordinator:
 
     # --- internals ------------------------------------------------------------------------------------------------
 
+    def _coordinator_node(self, transactional_id: str) -> TransactionCoordinator | None:
+        """The transaction coordinator of the node leading the id's partition; None when no node does."""
+        state = self.broker.partition_state(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
+        node = None if state is None else self.broker.cluster.nodes.get(state.leader)
+        return None if node is None else transactions_of(node)
+
     def _check_producer(self, current: TransactionMetadata | None, producer_id: int,
                         producer_epoch: int) -> ErrorCode:
         if current is None or current.producer_id != producer_id:
@@ -594,7 +662,14 @@ class TransactionCoordinator:
             except TransactionWriteError as exc:
                 failure = exc
         await self._make_durable([location for location, _ in written])
-        for _, batch in written:
+        for (partition_log, last_offset), batch in written:
+            error = await wait_for_replicas(self.broker, TRANSACTION_STATE_TOPIC, partition_log.partition,
+                                            last_offset + 1, APPEND_TIMEOUT_MS)
+            if error is ErrorCode.NONE and self.ownership.error_for(partition_log.partition) is not ErrorCode.NONE:
+                error = ErrorCode.NOT_COORDINATOR  # the partition moved away while the write was on its way
+            if error is not ErrorCode.NONE:
+                failure = TransactionWriteError(coordinator_error(error))
+                continue
             for transactional_id, metadata in batch:
                 if metadata is None:
                     self._metadata.pop(transactional_id, None)
@@ -605,6 +680,9 @@ class TransactionCoordinator:
 
     def _append(self, partition: int, changes: list[tuple[str, TransactionMetadata | None]]) -> tuple[Log, int]:
         partition_log = self._partition_log(partition)
+        error = check_before_append(self.broker, TRANSACTION_STATE_TOPIC, partition, partition_log)
+        if error is not ErrorCode.NONE:
+            raise TransactionWriteError(coordinator_error(error))
         now_ms = self.broker.now_ms()
         batch = build_batch([(encode_key(transactional_id), None if metadata is None else encode_value(metadata),
                               (), now_ms) for transactional_id, metadata in changes])
@@ -612,9 +690,8 @@ class TransactionCoordinator:
             result = partition_log.append(batch, now_ms=now_ms, origin=COORDINATOR,
                                           leader_epoch=self.broker.leader_epoch(TRANSACTION_STATE_TOPIC, partition))
         except StorageError as exc:
-            code = ErrorCode(exc.error_code)
             log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
-            raise TransactionWriteError(COORDINATOR_APPEND_ERRORS.get(code, code), str(exc)) from exc
+            raise TransactionWriteError(coordinator_error(ErrorCode(exc.error_code)), str(exc)) from exc
         except OSError as exc:
             log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
             raise TransactionWriteError(ErrorCode.NOT_COORDINATOR, str(exc)) from exc
@@ -632,18 +709,36 @@ class TransactionCoordinator:
             raise TransactionWriteError(ErrorCode.NOT_COORDINATOR, str(exc)) from exc
 
     def _partition_log(self, partition: int) -> Log:
-        """The log of a partition, creating `__transaction_state` on the first write."""
+        """The log of a partition this node coordinates, creating `__transaction_state` on the first write."""
         if self.broker.topic(TRANSACTION_STATE_TOPIC) is None:
+            if not is_cluster_of_one(self.broker):  # FindCoordinator creates it in a cluster
+                raise TransactionWriteError(ErrorCode.NOT_COORDINATOR)
             try:
-                self.broker.create_topic(TRANSACTION_STATE_TOPIC, self.config.num_partitions,
-                                         configs=self.config.topic_configs())
+                self.create_topic()
             except (OSError, StorageError) as exc:
                 log.warning("could not create %s: %s", TRANSACTION_STATE_TOPIC, exc)
                 raise TransactionWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+        error = self.ownership.error_for(partition)
+        if error is not ErrorCode.NONE:
+            raise TransactionWriteError(error)
         partition_log = self.broker.get_log(TRANSACTION_STATE_TOPIC, partition)
         if partition_log is None:
             raise TransactionWriteError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return partition_log
+
+    def create_topic(self) -> None:
+        """Create `__transaction_state` (if it does not exist) with `transaction.state.log.replication.factor`
+        replicas, or as many as there are live nodes, and `min.insync.replicas` of `transaction.state.log.min.isr`
+        (at most the replication factor, so that a smaller cluster can write), then take the partitions this node
+        leads (new, so empty: nothing to load). Raises what the node's create_topic raises."""
+        config = self.broker.config
+        replication_factor = min(config.transaction_state_log_replication_factor,
+                                 max(len(self.broker.alive_node_ids()), 1))
+        configs = {**self.config.topic_configs(),
+                   "min.insync.replicas": str(min(config.transaction_state_log_min_isr, replication_factor))}
+        self.broker.create_topic(TRANSACTION_STATE_TOPIC, self.config.num_partitions, configs=configs,
+                                 replication_factor=replication_factor)
+        self.ownership.refresh()
 
     # --- start-up -------------------------------------------------------------------------------------------------
 
@@ -669,11 +764,12 @@ class TransactionCoordinator:
             except TransactionWriteError as exc:  # the file stays: the next start migrates again
                 log.error("could not migrate %s into %s: %s", path, TRANSACTION_STATE_TOPIC, exc)
                 return
+            self._raise_producer_id_floor(metadata for _, metadata in migrated)
         os.remove(path)
         log.info("migrated %d transactional id(s) from %s into %s", len(migrated), path, TRANSACTION_STATE_TOPIC)
 
-    def _raise_producer_id_floor(self) -> None:
-        known = [producer_id for metadata in self._metadata.values()
+    def _raise_producer_id_floor(self, states) -> None:
+        known = [producer_id for metadata in states
                  for producer_id in (metadata.producer_id, metadata.previous_producer_id, metadata.next_producer_id)]
         if not known:
             return
@@ -689,8 +785,8 @@ def _view(metadata: TransactionMetadata) -> TransactionView:
                            metadata.transaction_start_time_ms, sorted(metadata.partitions))
 
 
-def transactions_of(broker: Broker) -> TransactionCoordinator:
-    """The broker's transaction coordinator, made on first use (and then loaded in the background)."""
+def transactions_of(broker: CoordinatorHost) -> TransactionCoordinator:
+    """The node's transaction coordinator, made on first use (and then loaded in the background)."""
     coordinator = getattr(broker, "transactions", None)
     if coordinator is None:
         coordinator = TransactionCoordinator(broker)

@@ -1,4 +1,5 @@
-"""Replaying `__transaction_state` at start: the last state of every transactional id.
+"""Replaying a partition of `__transaction_state` when this node becomes its leader: the last state of each of its
+transactional ids.
 
 Each partition is read as `coordinator/replay.py` reads a coordinator's topic
 (`transaction.state.log.load.buffer.size` at a time, Kafka's 5 MiB, in an executor thread). A later record of a
@@ -14,26 +15,16 @@ from typing import TYPE_CHECKING
 from ...protocol import DecodeError
 from ...protocol.records.batch import iter_records
 from ...topic_names import TRANSACTION_STATE_TOPIC
-from ..replay import MAX_RECORDS_BYTES, record_bytes, replay_batches, replay_topic
+from ..replay import MAX_RECORDS_BYTES, record_bytes, replay_batches
 from .records import parse_record
 from .state import TransactionMetadata, TransactionState
 
 if TYPE_CHECKING:
-    from ...broker import Broker
     from ...storage import Log
 
 log = logging.getLogger(__name__)
 
 LOAD_BUFFER_BYTES = 5_242_880  # transaction.state.log.load.buffer.size's default
-
-
-async def replay_transaction_log(broker: Broker) -> dict[str, TransactionMetadata]:
-    """Every transactional id's last state (nothing when the topic does not exist yet)."""
-    states: dict[str, TransactionMetadata] = {}
-    buffer_bytes = broker.config.transaction_state_log_load_buffer_size
-    await replay_topic(broker, TRANSACTION_STATE_TOPIC,
-                       lambda partition_log, end: replay_partition(partition_log, end, states, buffer_bytes))
-    return states
 
 
 def replay_partition(partition_log: Log, end: int, states: dict[str, TransactionMetadata],
