@@ -15,11 +15,12 @@ ids) FETCH_SESSION_TOPIC_ID_ERROR (106). In each case the response has no partit
 
 `FetchSessionCache` holds the sessions (`max.incremental.fetch.session.cache.slots` of them). When it is full, a
 new session may take the place of one unused for `min.incremental.fetch.session.eviction.ms` (120 s), or else of the
-smallest session older than that if the new one has more partitions, as Kafka decides. The broker owns one cache;
-the Fetch handler opens a context per request with `new_context` and answers through it.
+smallest session older than that if the new one has more partitions, as Kafka decides. Each node of a cluster owns
+one cache, as each Kafka broker does (a consumer reading from a follower has its session there); the Fetch handler
+opens a context per request with `new_context` and answers through it.
 
-Deviation: Kafka keeps separate eviction rules for follower ("privileged") sessions; one broker has no followers,
-so every session is treated as a consumer's.
+Deviation: Kafka keeps separate eviction rules for follower ("privileged") sessions; the nodes of this process
+replicate without Fetch requests, so every session is treated as a consumer's.
 """
 from __future__ import annotations
 

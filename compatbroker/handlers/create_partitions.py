@@ -4,8 +4,9 @@ Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
 - A name given twice answers INVALID_REQUEST ("Duplicate topic name.") once and grows nothing; an unknown topic
   answers UNKNOWN_TOPIC_OR_PARTITION (no message).
 - A count equal to or below the current one answers INVALID_PARTITIONS. Assignments, when given, must hold one
-  replica list per new partition, each checked as CreateTopics checks them, of the topic's replication factor (1);
-  otherwise INVALID_REPLICA_ASSIGNMENT.
+  replica list per new partition, each checked as CreateTopics checks them, of the topic's replication factor (its
+  first partition's replica count); otherwise INVALID_REPLICA_ASSIGNMENT. Without assignments the controller places
+  the new partitions as it places a new topic's.
 - One request may add at most 10,000 partitions, counted in request order over the topics that pass their checks
   (Kafka's controller collects one record per new partition in a list bounded by MAX_RECORDS_PER_USER_OP,
   10,000). The topic whose new partitions would go past the bound, and every later topic that would add any,
@@ -14,9 +15,10 @@ Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
 - A topic is grown all or nothing: when storage fails halfway (EMFILE, ENOSPC, ...), the partitions made are
   removed, the topic keeps its count, and it answers UNKNOWN_SERVER_ERROR without a message (Kafka's ApiError for
   an unexpected exception; the cause goes to the log, one WARNING line).
-- `validate_only` runs the checks and changes nothing. Otherwise the new partitions start empty at once
-  (`Broker.add_partitions`), and Metadata reports them: a consumer group's leader notices the new count on its next
-  metadata refresh and rejoins, and the group's next assignment includes them.
+- `validate_only` runs the checks, the controller's placement included, and changes nothing. Otherwise the new
+  partitions start empty at once on the nodes that host them (`Broker.add_partitions`), and Metadata reports them:
+  a consumer group's leader notices the new count on its next metadata refresh and rejoins, and the group's next
+  assignment includes them.
 - Error messages are Kafka's. Results list duplicates first, then the other topics in request order.
 
 Deviations: `timeout_ms` is not used (the change is synchronous). Kafka keeps the records the crossing topic added
@@ -28,6 +30,7 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from ..cluster.controller import ControllerError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import CreatePartitionsResponse
 from ..storage import StorageError
@@ -40,7 +43,6 @@ API_KEY = 37
 MIN_VERSION = 0
 MAX_VERSION = 3
 
-REPLICATION_FACTOR = 1  # of every topic on a single broker
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController: records (here: new partitions) one request may add
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 log = logging.getLogger(__name__)
@@ -76,8 +78,13 @@ def _grow(broker, topic, validate_only: bool, budget: _Budget):
     try:
         additional = _check(broker, topic)
         budget.take(topic.name, additional)
-        if not validate_only:
-            broker.add_partitions(topic.name, topic.count)
+        assignment = None if topic.assignments is None else [list(entry.broker_ids) for entry in topic.assignments]
+        if validate_only:  # the controller places the partitions (or refuses to); nothing is kept
+            broker.controller.plan_partitions(topic.name, topic.count, assignment=assignment)
+        else:
+            broker.add_partitions(topic.name, topic.count, assignment=assignment)
+    except ControllerError as refused:
+        return Result(name=topic.name, error_code=refused.code, error_message=refused.message)
     except Refused as refused:
         return Result(name=topic.name, error_code=refused.error_code, error_message=refused.message)
     except (OSError, StorageError) as exc:  # expected under resource exhaustion: the topic keeps its count
@@ -103,6 +110,7 @@ def _check(broker, topic) -> int:
         raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                       f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
                       "assignment(s) were specified.")
-    for assignment in topic.assignments:
-        check_replicas(broker, assignment.broker_ids, REPLICATION_FACTOR)
+    replication_factor = len(broker.partition_state(topic.name, 0).replicas)
+    for offset, assignment in enumerate(topic.assignments):
+        check_replicas(broker, assignment.broker_ids, replication_factor, info.partitions + offset)
     return additional

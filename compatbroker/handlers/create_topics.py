@@ -14,16 +14,20 @@ Then topic by topic:
   TOPIC_ALREADY_EXISTS.
 - Configs: a null value answers INVALID_CONFIG, and so does a name or value that storage refuses (ConfigError).
 - Counts: num_partitions -1 takes `num.partitions`, replication_factor -1 takes `default.replication.factor`; 0 or
-  below -1 answers INVALID_REPLICATION_FACTOR (checked first) or INVALID_PARTITIONS. With one broker, a replication
-  factor above 1 answers INVALID_REPLICATION_FACTOR.
+  below -1 answers INVALID_REPLICATION_FACTOR (checked first) or INVALID_PARTITIONS. The controller places the
+  replicas (Kafka's rack-aware striping, `compatbroker.cluster.placement`); a replication factor above the nodes
+  registered answers INVALID_REPLICATION_FACTOR ("Unable to replicate the partition 3 time(s): The target
+  replication factor of 3 cannot be reached because only 1 broker(s) are registered."), and so does a cluster whose
+  nodes are all stopped.
 - Explicit assignments need both counts at -1 (INVALID_REQUEST otherwise); each partition once, consecutive from 0,
-  every replica list non-empty, naming this broker only and once, all lists of one length
-  (INVALID_REPLICA_ASSIGNMENT otherwise).
+  every replica list non-empty, naming registered nodes only and each once, all lists of one length, at least one
+  node of each list alive (INVALID_REPLICA_ASSIGNMENT otherwise). The replicas keep the given order: the first is
+  the preferred leader.
 - Creation is all or nothing: when storage fails halfway (EMFILE, ENOSPC, ...) the partitions made are removed,
   the topic does not exist, and it answers UNKNOWN_SERVER_ERROR without a message, as Kafka's ApiError does for an
   unexpected exception (the cause goes to the log, one WARNING line).
-- `validate_only` runs every check and answers as a creation would (with a topic id that is then thrown away, as
-  Kafka does) but creates nothing.
+- `validate_only` runs every check, the controller's placement included, and answers as a creation would (with a
+  topic id that is then thrown away, as Kafka does) but creates nothing.
 - Answers carry Kafka's error messages (v1+). From v5 a created topic reports its partition count, replication
   factor and every topic config with its source (`config_catalog`), from v7 its topic id.
 
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import config_catalog, topic_names
+from ..cluster.controller import ControllerError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import CreateTopicsResponse
 from ..storage import StorageError
@@ -75,6 +80,7 @@ class _Plan:
     partitions: int
     replication_factor: int
     configs: dict[str, str]
+    assignment: dict[int, list[int]] | None  # manual: partition -> node ids
 
 
 async def handle(ctx: RequestContext, request) -> CreateTopicsResponse:
@@ -108,7 +114,7 @@ def _create(ctx: RequestContext, topic, validate_only: bool):
     broker = ctx.broker
     try:
         plan = _plan(broker, topic)
-        topic_id = uuid.uuid4() if validate_only else _create_topic(broker, topic.name, plan)
+        topic_id = _validate(broker, topic.name, plan) if validate_only else _create_topic(broker, topic.name, plan)
     except Refused as refused:
         return Result(name=topic.name, error_code=refused.error_code, error_message=refused.message)
     result = Result(name=topic.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
@@ -118,9 +124,23 @@ def _create(ctx: RequestContext, topic, validate_only: bool):
     return result
 
 
+def _validate(broker, name: str, plan: _Plan) -> uuid.UUID:
+    """validate_only: the controller places the topic (or refuses to), and nothing is kept; the topic id Kafka
+    then answers is thrown away too."""
+    try:
+        broker.controller.plan_topic(name, plan.partitions, plan.replication_factor, assignment=plan.assignment,
+                                     internal=topic_names.is_internal(name))
+    except ControllerError as exc:
+        raise Refused(exc.code, exc.message) from exc
+    return uuid.uuid4()
+
+
 def _create_topic(broker, name: str, plan: _Plan) -> uuid.UUID:
     try:
-        return broker.create_topic(name, plan.partitions, plan.configs).topic_id
+        return broker.create_topic(name, plan.partitions, plan.configs, replication_factor=plan.replication_factor,
+                                   assignment=plan.assignment).topic_id
+    except ControllerError as exc:  # placement refused (too few nodes, ...): nothing was made
+        raise Refused(exc.code, exc.message) from exc
     except (OSError, StorageError) as exc:  # expected under resource exhaustion: nothing is left of the topic
         log.warning("creating topic %s with %d partition(s) failed, nothing created: %s", name, plan.partitions,
                     exc)
@@ -132,8 +152,11 @@ def _create_topic(broker, name: str, plan: _Plan) -> uuid.UUID:
 def _plan(broker, topic) -> _Plan:
     _check_name(broker, topic.name)
     configs = _configs(broker, topic.configs)
+    if topic.assignments:
+        assignment = _manual_assignment(broker, topic)
+        return _Plan(len(assignment), len(assignment[0]), configs, assignment)
     partitions, replication_factor = _layout(broker, topic)
-    return _Plan(partitions, replication_factor, configs)
+    return _Plan(partitions, replication_factor, configs, None)
 
 
 def _check_name(broker, name: str) -> None:
@@ -163,9 +186,7 @@ def _configs(broker, entries) -> dict[str, str]:
 
 
 def _layout(broker, topic) -> tuple[int, int]:
-    """(partition count, replication factor) of the new topic."""
-    if topic.assignments:
-        return _manual_layout(broker, topic)
+    """(partition count, replication factor) of the new topic; the controller then places the replicas."""
     if topic.replication_factor < DEFAULT or topic.replication_factor == 0:
         raise Refused(ErrorCode.INVALID_REPLICATION_FACTOR,
                       "Replication factor must be larger than 0, or -1 to use the default value.")
@@ -175,44 +196,43 @@ def _layout(broker, topic) -> tuple[int, int]:
     partitions = config.num_partitions if topic.num_partitions == DEFAULT else topic.num_partitions
     replication_factor = (config.default_replication_factor if topic.replication_factor == DEFAULT
                           else topic.replication_factor)
-    if replication_factor > 1:  # one broker is all this cluster has
-        raise Refused(ErrorCode.INVALID_REPLICATION_FACTOR,
-                      f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                      f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
     return partitions, replication_factor
 
 
-def _manual_layout(broker, topic) -> tuple[int, int]:
+def _manual_assignment(broker, topic) -> dict[int, list[int]]:
+    """The request's replica assignment, checked in the order of Kafka's ReplicationControlManager."""
     if topic.replication_factor != DEFAULT:
         raise Refused(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but replication "
                                                  "factor was not set to -1.")
     if topic.num_partitions != DEFAULT:
         raise Refused(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but numPartitions "
                                                  "was not set to -1.")
-    seen: set[int] = set()
+    assignment: dict[int, list[int]] = {}
     replication_factor = None
-    for assignment in topic.assignments:
-        if assignment.partition_index in seen:
+    for entry in topic.assignments:
+        if entry.partition_index in assignment:
             raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition assignments for "
-                                                                f"partition {assignment.partition_index}")
-        check_replicas(broker, assignment.broker_ids, replication_factor)
-        replication_factor = len(assignment.broker_ids)
-        seen.add(assignment.partition_index)
-    if seen != set(range(len(seen))):
+                                                                f"partition {entry.partition_index}")
+        check_replicas(broker, entry.broker_ids, replication_factor, entry.partition_index)
+        replication_factor = len(entry.broker_ids)
+        assignment[entry.partition_index] = list(entry.broker_ids)
+    if set(assignment) != set(range(len(assignment))):
         raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                       "partitions should be a consecutive 0-based integer sequence")
-    return len(seen), replication_factor
+    return dict(sorted(assignment.items()))
 
 
-def check_replicas(broker, broker_ids: list[int], replication_factor: int | None) -> None:
+def check_replicas(broker, broker_ids: list[int], replication_factor: int | None, partition: int) -> None:
     """Kafka's checks of one partition's manual replica list (CreateTopics and CreatePartitions): non-empty, every
-    broker registered (here: this one) and named once, as many replicas as the other partitions have."""
+    broker registered and named once, as many replicas as the other partitions have, one of them not fenced (a
+    stopped node is)."""
     if not broker_ids:
         raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                       "The manual partition assignment includes an empty replica list.")
     previous = None
+    registered = broker.metadata.nodes
     for broker_id in sorted(broker_ids):
-        if broker_id != broker.node_id:
+        if broker_id not in registered:
             raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker "
                                                                 f"{broker_id}, but no such broker is registered.")
         if broker_id == previous:
@@ -224,6 +244,10 @@ def check_replicas(broker, broker_ids: list[int], replication_factor: int | None
                       f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but "
                       f"this is not consistent with previous partitions, which have {replication_factor} "
                       "replica(s).")
+    if not any(broker.metadata.is_alive(broker_id) for broker_id in broker_ids):
+        raise Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual partition "
+                                                            f"assignment for partition {partition} are fenced or in "
+                                                            "controlled shutdown.")
 
 
 # --- v5+: the configs of the new topic ------------------------------------------------------------------------------

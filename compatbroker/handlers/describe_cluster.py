@@ -1,9 +1,10 @@
-"""DescribeCluster (API key 60), versions 0-2: the cluster id, the controller and the brokers (just this one).
+"""DescribeCluster (API key 60), versions 0-2: the cluster id, the controller and the brokers.
 
 Behaviour, as a Kafka broker answers:
-- The broker list holds this broker with the endpoint of the listener the request came in on (as Metadata does),
-  no rack, never fenced (v2). A broker names a live broker as the controller (clients send controller requests to
-  a broker, which forwards them): here, itself.
+- The broker list holds the live nodes, each with its endpoint on the listener the request came in on (as Metadata
+  does) and its `broker.rack`. From v2, `include_fenced_brokers` adds the stopped nodes (fenced in Kafka's terms),
+  with `is_fenced` true. A KRaft broker names a random live broker as the controller (clients send controller
+  requests to a broker, which forwards them): here, the node answering.
 - `endpoint_type` (v1+): 1 (brokers) is served; 2 (controllers) answers MISMATCHED_ENDPOINT_TYPE, since this is a
   broker's listener, and any other value UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message (a v0 request cannot
   carry the field). A served answer says endpoint type 1.
@@ -35,15 +36,26 @@ async def handle(ctx: RequestContext, request) -> DescribeClusterResponse:
     if refusal is not None:
         return refusal
     broker = ctx.broker
-    host, port = broker.advertised_endpoint(ctx.listener_host, ctx.listener_port)
     operations = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
                   else AUTHORIZED_OPERATIONS_OMITTED)
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=BROKER_ENDPOINT,
         cluster_id=broker.cluster_id, controller_id=broker.node_id,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=host, port=port,
-                                                               rack=None, is_fenced=False)],
+        brokers=_brokers(ctx, include_fenced=ctx.api_version >= 2 and request.include_fenced_brokers),
         cluster_authorized_operations=operations)
+
+
+def _brokers(ctx: RequestContext, *, include_fenced: bool) -> list:
+    broker = ctx.broker
+    brokers = []
+    for node_id, node in sorted(broker.metadata.nodes.items()):
+        if not node.alive and not include_fenced:
+            continue
+        address = broker.endpoint_of(node_id, ctx.listener_host, ctx.listener_port)
+        if address is not None:  # a node that has never listened has no endpoint to give
+            brokers.append(DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=node_id, host=address[0], port=address[1], rack=node.rack, is_fenced=not node.alive))
+    return brokers
 
 
 def _endpoint_refusal(endpoint_type: int, version: int) -> DescribeClusterResponse | None:

@@ -5,11 +5,12 @@ Behaviour, as Kafka's:
   the broker's properties, 5 default), read_only false and, when asked, synonyms (v1+: the topic override, then the
   broker-level names that could supply the value) and documentation (v3+); see `compatbroker.config_catalog`. An
   illegal name answers INVALID_TOPIC_EXCEPTION, a topic that does not exist UNKNOWN_TOPIC_OR_PARTITION.
-- BROKER (4): the name must be this node's id, giving every catalogued broker config (read_only unless Kafka can
-  change it at run time, secrets with a null value), or empty, giving the cluster-wide dynamic defaults (none
-  here). Another id or a name that is not a number answers INVALID_REQUEST.
-- BROKER_LOGGER (8): the name must be this node's id (empty or another answers INVALID_REQUEST); the entries are the
-  process's loggers (and "root") with their levels, source DYNAMIC_BROKER_LOGGER_CONFIG.
+- BROKER (4): the name must be the id of the node answering, giving its catalogued broker configs (read_only
+  unless Kafka can change it at run time, secrets with a null value), or empty, giving the cluster-wide dynamic
+  defaults (none here). Another node's id or a name that is not a number answers INVALID_REQUEST with Kafka's
+  message (ConfigHelper): in a cluster the admin client sends each node's resource to that node.
+- BROKER_LOGGER (8): the name must be this node's id (empty or another answers INVALID_REQUEST, Kafka's messages);
+  the entries are the process's loggers (and "root") with their levels, source DYNAMIC_BROKER_LOGGER_CONFIG.
 - `configuration_keys` null or empty asks for every key; otherwise only the named keys are returned (an unknown
   name is simply left out). v0 answers `is_default` (true when the source is the default) instead of the source.
 - A resource type Kafka does not know fails the whole request: every resource answers INVALID_REQUEST.
@@ -82,12 +83,16 @@ def _entries(broker, resource) -> list[ConfigEntry]:
     if resource.resource_type == BROKER:
         if not resource.resource_name:
             return []  # the cluster-wide dynamic defaults: this broker keeps none
-        check_node_id(broker, resource.resource_name)
+        if _node_id(resource.resource_name) != broker.node_id:  # the admin client asks each node for its own
+            raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or "
+                                                           f"empty string, but received {resource.resource_name}")
         return config_catalog.describe_broker_configs(broker)
     if resource.resource_type == BROKER_LOGGER:
         if not resource.resource_name:
-            raise ResourceError(ErrorCode.INVALID_REQUEST, "a broker logger resource needs the broker id")
-        check_node_id(broker, resource.resource_name)
+            raise ResourceError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+        if _node_id(resource.resource_name) != broker.node_id:
+            raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} but "
+                                                           f"received {resource.resource_name}")
         return [ConfigEntry(name, level, False, DYNAMIC_BROKER_LOGGER_CONFIG, False, UNKNOWN_TYPE, None)
                 for name, level in config_catalog.broker_loggers().items()]
     raise ResourceError(ErrorCode.INVALID_REQUEST,
@@ -103,14 +108,23 @@ def _topic_entries(broker, name: str) -> list[ConfigEntry]:
     return config_catalog.describe_topic_configs(broker, name)
 
 
+def _node_id(name: str) -> int:
+    try:
+        return int(name)
+    except ValueError:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+
+
 def check_node_id(broker, name: str) -> None:
-    """Kafka's rule for BROKER and BROKER_LOGGER resource names: this node's id as a decimal number."""
+    """The rule of AlterConfigs and IncrementalAlterConfigs for BROKER and BROKER_LOGGER resource names: this node's
+    id as a decimal number (Kafka's ConfigAdminManager messages)."""
     try:
         node_id = int(name)
     except ValueError:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a node id") from None
+        raise ResourceError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
     if node_id != broker.node_id:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"this is node {broker.node_id}, not node {name}")
+        raise ResourceError(ErrorCode.INVALID_REQUEST,
+                            f"Unexpected broker id, expected {broker.node_id}, but received {name}")
 
 
 def _wire_entry(version: int, entry: ConfigEntry, request) -> Entry:

@@ -6,7 +6,10 @@ producer state holds them. A producer drops out once storage expires it (`produc
 
 Errors, as Kafka's: an illegal topic name is INVALID_TOPIC_EXCEPTION with the reason as the message; an unknown
 topic is UNKNOWN_TOPIC_OR_PARTITION with that error's message; a partition the topic does not have is
-UNKNOWN_TOPIC_OR_PARTITION without one. Topics and partitions are answered in the order asked, repeats included.
+UNKNOWN_TOPIC_OR_PARTITION without one. Any replica answers from its own producer state, as Kafka's
+ReplicaManager.activeProducerState does (the admin client asks the leader unless told a broker id); a node hosting
+no replica of the partition answers NOT_LEADER_OR_FOLLOWER. Topics and partitions are answered in the order asked,
+repeats included.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING
 from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeProducersResponse
+from .partition_leadership import replica_error
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -54,10 +58,10 @@ def _topic_problem(broker, name: str) -> tuple[ErrorCode, str] | None:
 
 
 def _describe_partition(broker, topic: str, index: int):
+    problem = replica_error(broker, topic, index, None, require_leader=False)
+    if problem is not None:
+        return PartitionResponse(partition_index=index, error_code=problem, error_message=None, active_producers=[])
     partition_log = broker.get_log(topic, index)
-    if partition_log is None:
-        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                 error_message=None, active_producers=[])
     producers = sorted(partition_log.producer_state.active_producers(), key=lambda entry: entry.producer_id)
     return PartitionResponse(partition_index=index, error_code=ErrorCode.NONE, error_message=None,
                              active_producers=[_producer(entry) for entry in producers])

@@ -11,7 +11,8 @@ Behaviour, as Kafka's:
 - Long polling: the answer is sent at once if `max_wait_ms` <= 0, if at least `min_bytes` are available, or if a
   partition hit an error or a diverging epoch; otherwise the handler waits (`broker.wait_for_append`, woken by
   appends, never polling) until `min_bytes` are there or `max_wait_ms` has passed, then reads again. Partitions of
-  unknown topics do not end the wait; a partition deleted during the wait (DeleteTopics) ends it, as in Kafka, and
+  unknown topics do not end the wait; appends and high watermark moves wake it (replication wakes a follower's
+  waiters when its high watermark moves); a partition deleted during the wait (DeleteTopics) ends it, as in Kafka, and
   so does the client closing its connection (`ctx.client_gone`), so that its socket is not held for the wait.
 - read_committed (v4+ `isolation_level` 1): only batches below the last stable offset (LSO) are returned, and
   `aborted_transactions` lists (producer id, first offset) of the aborted transactions overlapping the range
@@ -19,15 +20,26 @@ Behaviour, as Kafka's:
   upper bound of that range is the offset after the data returned (Kafka: LocalLog.addAbortedTransactions). For
   long polling, data above the LSO does not count: a commit or abort marker that moves the LSO wakes the waiter
   like any append.
+- Which node serves (ReplicaManager): a consumer (replica id -1) from v11 may read from any replica of the
+  partition, before v11 only from its leader, as a follower's fetch (replica id >= 0) must. A node that is not a
+  replica, or not the leader where only the leader serves, answers NOT_LEADER_OR_FOLLOWER; from v16 that answer
+  and FENCED_LEADER_EPOCH name the leader this node knows in `current_leader`, with its endpoint in
+  `node_endpoints` when it is alive (KIP-951). A consumer's reads stop at this replica's high watermark (a
+  follower's trails its leader's), or its last stable offset for read_committed; a follower's run to the log end.
+- Fetch from follower (KIP-392): with `replica.selector.class` set to Kafka's RackAwareReplicaSelector, the leader
+  answers a v11+ consumer that sends a `rack_id` with the replica to read from (`compatbroker.cluster.
+  replica_selector`): a follower in the ISR in that rack is named as `preferred_read_replica`, with the offsets but
+  no records, and the fetch answers at once; the consumer then fetches from that follower, which serves it.
 - Per-partition answers: high watermark, last stable offset (v4+, for both isolation levels), log start offset
   (v5+), `aborted_transactions` (v4+: a list for read_committed, null for read_uncommitted), preferred read replica
-  -1 (v11+). Errors: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+ topic ids),
-  INCONSISTENT_TOPIC_ID (a session's id no longer matches the topic of that name), OFFSET_OUT_OF_RANGE,
-  FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ `current_leader_epoch` other than ours), and from v12 a
-  `last_fetched_epoch` that does not match our epochs answers `diverging_epoch`. An errored partition answers
-  high watermark, last stable offset and log start offset -1. NOT_LEADER_OR_FOLLOWER never happens on one broker.
+  (v11+, -1 unless named as above). Errors: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+ topic ids),
+  NOT_LEADER_OR_FOLLOWER (above), INCONSISTENT_TOPIC_ID (a session's id no longer matches the topic of that name),
+  OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ `current_leader_epoch` other than the
+  partition's), and from v12 a `last_fetched_epoch` that does not match this replica's epochs answers
+  `diverging_epoch`. An errored partition answers high watermark, last stable offset and log start offset -1.
 - Fetch sessions (v7+, KIP-227) through `compatbroker.fetch_session`: full, incremental and sessionless fetches,
-  forgotten topics, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR.
+  forgotten topics, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR. Each node
+  keeps its own sessions, as each Kafka broker does.
 - Old formats: versions 0-1 read magic 0 message sets, 2-3 magic 1; their records are converted
   (`records.convert.batches_to_legacy`, plus dropping the records before `fetch_offset` from an uncompressed first
   batch, as Kafka does), the one place record bytes pass through Python. Control batches are left out; zstd cannot
@@ -35,8 +47,9 @@ Behaviour, as Kafka's:
   `compression.type` is zstd.
 
 Deviations: Kafka may end a response with part of a batch (the client drops it); we send whole batches only, and
-for versions 0-3 the converted size exactly, without Kafka's filler message. Fetches from replicas (`replica_id` >=
-0) are served like a consumer's: one broker has no followers.
+for versions 0-3 the converted size exactly, without Kafka's filler message. A fetch from a replica (`replica_id` >=
+0) reads like a consumer's apart from the leader-only rule and the log end bound: the nodes of this process
+replicate without Fetch requests, so the leader does not track such a fetcher's offsets.
 """
 from __future__ import annotations
 
@@ -55,8 +68,9 @@ from ..protocol.records.convert import batches_to_legacy
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 from ..protocol.records.legacy import encode_messages
 from ..protocol.wire import ZERO_UUID
+from ..cluster.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica, selector_enabled
 from ..storage import OffsetOutOfRangeError
-from .list_offsets import leader_epoch_error
+from .partition_leadership import leader_epoch_error, leader_hint
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -68,13 +82,16 @@ MAX_VERSION = 18
 READ_COMMITTED = 1
 INT32_MAX = 2**31 - 1
 FETCH_MAX_BYTES = 57_671_680  # Kafka's default fetch.max.bytes
+FIRST_VERSION_FROM_FOLLOWER = 11  # KIP-392: consumers may read from any replica, and rack_id is sent
+FIRST_VERSION_WITH_NODE_ENDPOINTS = 16  # KIP-951: leader hints (KafkaApis fills them from v16)
+_REDIRECTING_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
 
 # How a partition's read went, for the decision to answer at once.
-OK, ERROR, DIVERGING, UNKNOWN = "ok", "error", "diverging", "unknown"
+OK, ERROR, DIVERGING, UNKNOWN, PREFERRED = "ok", "error", "diverging", "unknown", "preferred"
 
 
 @dataclass(slots=True)
@@ -90,10 +107,14 @@ class _Read:
 
 @dataclass(slots=True)
 class _Limits:
+    """What the request as a whole asks, and who asks it."""
     max_bytes: int
     min_bytes: int
     hard: bool  # versions 0-2: no batch beyond the limits, ever
     read_committed: bool
+    consumer: bool  # replica id -1: reads stop at the high watermark
+    only_leader: bool  # a follower's fetch, or a consumer's before v11: the leader serves it
+    client_rack: str | None  # v11+ rack_id, when the leader may name a preferred read replica (KIP-392)
 
 
 async def handle(ctx: RequestContext, request) -> FetchResponse:
@@ -104,11 +125,13 @@ async def handle(ctx: RequestContext, request) -> FetchResponse:
         now_ms=broker.now_ms())
     partitions = context.partitions()
     _resolve_topic_ids(broker, partitions)
-    reads = await _read_when_ready(broker, request, partitions, _limits(request, version), ctx.client_gone)
+    reads = await _read_when_ready(broker, request, partitions, _limits(broker, request, version), ctx.client_gone)
     error, session_id, selected = context.respond([(read.request, read.data, read) for read in reads],
                                                   broker.now_ms())
-    topics = _group_by_topic([_finish(broker, version, result[2]) for result in selected])
-    return FetchResponse(throttle_time_ms=0, error_code=error, session_id=session_id, responses=topics)
+    finished = [_finish(broker, version, result[2]) for result in selected]
+    endpoints = _leader_hints(ctx, finished) if version >= FIRST_VERSION_WITH_NODE_ENDPOINTS else []
+    return FetchResponse(throttle_time_ms=0, error_code=error, session_id=session_id,
+                         responses=_group_by_topic(finished), node_endpoints=endpoints)
 
 
 # --- the request --------------------------------------------------------------------------------------------------
@@ -147,10 +170,17 @@ def _resolve_topic_ids(broker, partitions: list[PartitionRequest]) -> None:
                 partition.topic = info.name
 
 
-def _limits(request, version: int) -> _Limits:
+def _limits(broker, request, version: int) -> _Limits:
     max_bytes = min(request.max_bytes if version >= 3 else INT32_MAX, FETCH_MAX_BYTES)
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    consumer = replica_id < 0
+    from_any_replica = consumer and version >= FIRST_VERSION_FROM_FOLLOWER
+    rack = None
+    if from_any_replica and request.rack_id and selector_enabled(broker.config.replica_selector_class):
+        rack = request.rack_id
     return _Limits(max_bytes=max_bytes, min_bytes=min(request.min_bytes, max_bytes), hard=version <= 2,
-                   read_committed=version >= 4 and request.isolation_level == READ_COMMITTED)
+                   read_committed=version >= 4 and request.isolation_level == READ_COMMITTED,
+                   consumer=consumer, only_leader=not from_any_replica, client_rack=rack)
 
 
 # --- reading and waiting ------------------------------------------------------------------------------------------
@@ -183,14 +213,15 @@ async def _read_when_ready(broker, request, partitions: list[PartitionRequest], 
     return reads
 
 
-def _end_offsets(broker, watched: list[tuple[str, int]]) -> list[int | None]:
+def _end_offsets(broker, watched: list[tuple[str, int]]) -> list[tuple[int, int] | None]:
+    """(log end offset, high watermark) of each watched partition: either moving may make data readable."""
     logs = [broker.get_log(topic, partition) for topic, partition in watched]
-    return [None if log is None else log.log_end_offset for log in logs]
+    return [None if log is None else (log.log_end_offset, log.high_watermark) for log in logs]
 
 
 def _ready(reads: list[_Read], limits: _Limits) -> bool:
     known = [read for read in reads if read.outcome != UNKNOWN]
-    return (not known or any(read.outcome in (ERROR, DIVERGING) for read in known)
+    return (not known or any(read.outcome in (ERROR, DIVERGING, PREFERRED) for read in known)
             or sum(read.size for read in known) >= limits.min_bytes)
 
 
@@ -211,12 +242,17 @@ def _read_partition(broker, request: PartitionRequest, remaining: int, first_bat
                     limits: _Limits) -> _Read:
     if request.topic is None:
         return _Read(request, _error_data(request, ErrorCode.UNKNOWN_TOPIC_ID), UNKNOWN)
-    log = broker.get_log(request.topic, request.partition)
-    if log is None:
+    state = broker.partition_state(request.topic, request.partition)
+    if state is None:
         return _Read(request, _error_data(request, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), UNKNOWN)
-    problem = _partition_problem(broker, request)
+    log = broker.get_log(request.topic, request.partition)
+    problem = _partition_problem(broker, request, state, log, limits)
     if problem is not None:
         return _Read(request, _error_data(request, problem), ERROR)
+    if limits.client_rack is not None and state.leader == broker.node_id:
+        replica = preferred_read_replica(broker.cluster, state, limits.client_rack, request.fetch_offset)
+        if replica != NO_PREFERRED_REPLICA:  # no read: the consumer goes to that replica
+            return _Read(request, _offsets_data(request, log, preferred_read_replica=replica), PREFERRED)
     if request.last_fetched_epoch >= 0:
         diverged = _check_last_fetched_epoch(log, request)
         if diverged is not None:
@@ -225,8 +261,7 @@ def _read_partition(broker, request: PartitionRequest, remaining: int, first_bat
     try:
         # Hard limits (v0-2) still read the first batch: it is cut at the limit after conversion.
         result = log.read(request.fetch_offset, limit, min_one_batch=first_batch_anyway or limits.hard,
-                          max_offset=_max_offset(log) if limits.read_committed else None,
-                          aborted=limits.read_committed)
+                          max_offset=_max_offset(log, limits), aborted=limits.read_committed)
     except OffsetOutOfRangeError:
         return _Read(request, _error_data(request, ErrorCode.OFFSET_OUT_OF_RANGE), ERROR)
     region = result.regions[0] if result.regions else None  # one segment per fetch, as Kafka reads
@@ -244,20 +279,31 @@ def _read_partition(broker, request: PartitionRequest, remaining: int, first_bat
     return _Read(request, data, OK, size)
 
 
-def _max_offset(log) -> int | None:
-    """Where a read_committed read stops: the LSO, when an open transaction holds it below the log end."""
-    last_stable_offset = log.last_stable_offset
-    return last_stable_offset if last_stable_offset < log.log_end_offset else None
+def _max_offset(log, limits: _Limits) -> int | None:
+    """Where a consumer's read stops, when that is below the log end: the last stable offset for read_committed,
+    else the high watermark (of this replica: a follower's trails its leader's). Replicas read to the log end."""
+    if not limits.consumer:
+        return None
+    bound = log.last_stable_offset if limits.read_committed else log.high_watermark
+    return bound if bound < log.log_end_offset else None
 
 
-def _partition_problem(broker, request: PartitionRequest) -> ErrorCode | None:
+def _partition_problem(broker, request: PartitionRequest, state, log, limits: _Limits) -> ErrorCode | None:
+    """Kafka's checks in its order (ReplicaManager.readFromLocalLog): a replica here, the topic id, the leader
+    epoch asserted, and the leader itself when only it may serve the fetch."""
+    if log is None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER  # the cluster has the partition, this node no replica of it
     if request.topic_id != ZERO_UUID:
         info = broker.topic(request.topic)
         if info is not None and info.topic_id != request.topic_id:  # deleted and created again since
             return ErrorCode.INCONSISTENT_TOPIC_ID
-    if request.current_leader_epoch < 0:  # any negative epoch means "not asserted" in a Fetch
-        return None
-    return leader_epoch_error(broker.leader_epoch(request.topic, request.partition), request.current_leader_epoch)
+    if request.current_leader_epoch >= 0:  # any negative epoch means "not asserted" in a Fetch
+        error = leader_epoch_error(state.leader_epoch, request.current_leader_epoch)
+        if error is not None:
+            return error
+    if limits.only_leader and state.leader != broker.node_id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return None
 
 
 def _check_last_fetched_epoch(log, request: PartitionRequest) -> _Read | None:
@@ -268,12 +314,17 @@ def _check_last_fetched_epoch(log, request: PartitionRequest) -> _Read | None:
         return _Read(request, _error_data(request, ErrorCode.OFFSET_OUT_OF_RANGE), ERROR)
     if epoch >= request.last_fetched_epoch and end_offset >= request.fetch_offset:
         return None
-    data = PartitionData(partition_index=request.partition, error_code=ErrorCode.NONE,
-                         high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
-                         log_start_offset=log.log_start_offset,
-                         diverging_epoch=FetchResponse.EpochEndOffset(epoch=epoch, end_offset=end_offset),
-                         aborted_transactions=None, records=b"")
+    data = _offsets_data(request, log)
+    data.diverging_epoch = FetchResponse.EpochEndOffset(epoch=epoch, end_offset=end_offset)
     return _Read(request, data, DIVERGING)
+
+
+def _offsets_data(request: PartitionRequest, log, *, preferred_read_replica: int = -1):
+    """A partition's answer without records: its offsets (and the replica to read from instead)."""
+    return PartitionData(partition_index=request.partition, error_code=ErrorCode.NONE,
+                         high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
+                         log_start_offset=log.log_start_offset, aborted_transactions=None,
+                         preferred_read_replica=preferred_read_replica, records=b"")
 
 
 def _error_data(request: PartitionRequest, code: ErrorCode, *, records=b""):
@@ -317,6 +368,22 @@ def _down_convert(region, magic: int, fetch_offset: int, cut: int | None) -> byt
         view = view[first.size:]
     converted = head + batches_to_legacy(view, magic, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE)
     return converted if cut is None else converted[:cut]
+
+
+def _leader_hints(ctx: RequestContext, reads: list[_Read]) -> list:
+    """v16+ (KIP-951): a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH partition names the leader this node knows,
+    and the response carries the endpoints of those leaders."""
+    endpoints = {}
+    for read in reads:
+        if read.data.error_code not in _REDIRECTING_ERRORS:
+            continue
+        hint = leader_hint(ctx, read.request.topic, read.request.partition)
+        read.data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=hint.leader_id,
+                                                                  leader_epoch=hint.leader_epoch)
+        if hint.endpoint is not None:
+            node_id, host, port, rack = hint.endpoint
+            endpoints[node_id] = FetchResponse.NodeEndpoint(node_id=node_id, host=host, port=port, rack=rack)
+    return [endpoints[node_id] for node_id in sorted(endpoints)]
 
 
 def _group_by_topic(reads: list[_Read]) -> list:

@@ -17,7 +17,12 @@ Behaviour, as Kafka's:
   (latest: the log end offset, earliest: the log start offset, a timestamp: the start of the newest segment
   modified at or before it), at most `max_num_offsets` of them, newest first, none above the high watermark for a
   consumer. Timestamps below -2 answer UNSUPPORTED_VERSION.
-- An unknown topic or partition answers UNKNOWN_TOPIC_OR_PARTITION.
+- Only the leader answers (any replica for replica id -2, Kafka's debugging id): a node that is no replica of the
+  partition, or a follower, answers NOT_LEADER_OR_FOLLOWER, after the leader epoch check. An unknown topic or
+  partition answers UNKNOWN_TOPIC_OR_PARTITION.
+- Just after a leader change, while the new leader's high watermark is below the start offset of its epoch, a
+  consumer's "latest", and a timestamp whose record lies at or past the high watermark, answer OFFSET_NOT_AVAILABLE
+  (v5+; LEADER_NOT_AVAILABLE before), as Kafka does: the client retries.
 
 Deviation: Kafka lists a request's topics in the order of a hash map; we keep the request's order.
 """
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ListOffsetsResponse
+from .partition_leadership import replica_error
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -46,6 +52,7 @@ EARLIEST_PENDING_UPLOAD = -6
 _POSITION_SINCE = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
                    EARLIEST_PENDING_UPLOAD: 11}
 CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2  # may ask any replica; every other asker is served by the leader only
 READ_COMMITTED = 1
 NO_TIMESTAMP = -1
 UNKNOWN_OFFSET = -1
@@ -88,23 +95,34 @@ def _lookup(ctx: RequestContext, request, topic: str, partition, named_twice) ->
     if timestamp < 0 and ctx.api_version < _POSITION_SINCE.get(timestamp, 2**15):
         return _error(index, ErrorCode.UNSUPPORTED_VERSION)
     broker = ctx.broker
+    asserted = None if partition.current_leader_epoch == UNKNOWN_EPOCH else partition.current_leader_epoch
+    problem = replica_error(broker, topic, index, asserted, require_leader=request.replica_id != DEBUGGING_REPLICA_ID)
+    if problem is not None:
+        return _error(index, problem)
     log = broker.get_log(topic, index)
-    if log is None:
-        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if partition.current_leader_epoch != UNKNOWN_EPOCH:  # only -1 means "not asserted" here
-        epoch_error = leader_epoch_error(broker.leader_epoch(topic, index), partition.current_leader_epoch)
-        if epoch_error is not None:
-            return _error(index, epoch_error)
-    found_timestamp, offset, epoch = _find(broker, log, timestamp, _last_fetchable_offset(request, log))
+    try:
+        found_timestamp, offset, epoch = _find(broker, log, timestamp, _last_fetchable_offset(request, log),
+                                               _lagging_high_watermark(broker, request, log))
+    except _OffsetNotAvailable:
+        return _error(index, ErrorCode.OFFSET_NOT_AVAILABLE if ctx.api_version >= 5 else
+                      ErrorCode.LEADER_NOT_AVAILABLE)
     return PartitionResponse(partition_index=index, error_code=ErrorCode.NONE, timestamp=found_timestamp,
                              offset=offset, leader_epoch=epoch if ctx.api_version >= 4 else UNKNOWN_EPOCH)
 
 
-def leader_epoch_error(current_epoch: int, asserted_epoch: int) -> ErrorCode | None:
-    """KIP-320 fencing of a leader epoch a client asserts: older than ours is fenced, newer is unknown to us."""
-    if asserted_epoch == current_epoch:
-        return None
-    return ErrorCode.FENCED_LEADER_EPOCH if asserted_epoch < current_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+class _OffsetNotAvailable(Exception):
+    """The new leader's high watermark has not yet reached the start of its epoch: what lies between is not known
+    to be committed, so "latest" cannot be answered yet."""
+
+
+def _lagging_high_watermark(broker, request, log) -> bool:
+    """Kafka's check after a leader change, for consumers: the epoch's start offset (where the leader's log ended
+    when it took over) is above its high watermark."""
+    if request.replica_id != CONSUMER_REPLICA_ID:
+        return False
+    entries = log.epochs.entries
+    current = broker.leader_epoch(log.topic, log.partition)
+    return bool(entries) and entries[-1][0] == current and entries[-1][1] > log.high_watermark
 
 
 def _last_fetchable_offset(request, log) -> int:
@@ -118,15 +136,20 @@ def _last_fetchable_offset(request, log) -> int:
     return log.high_watermark
 
 
-def _find(broker, log, timestamp: int, last_fetchable: int) -> tuple[int, int, int]:
-    """(timestamp, offset, leader epoch) answering `timestamp` (-1s for nothing found)."""
+def _find(broker, log, timestamp: int, last_fetchable: int, lagging: bool) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) answering `timestamp` (-1s for nothing found); `lagging`: the leader's
+    high watermark trails the start of its epoch, and "latest" or a record past it raises _OffsetNotAvailable."""
     if timestamp == LATEST:
+        if lagging:
+            raise _OffsetNotAvailable
         return NO_TIMESTAMP, last_fetchable, broker.leader_epoch(log.topic, log.partition)
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return NO_TIMESTAMP, log.log_start_offset, _earliest_epoch(log)
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return NO_TIMESTAMP, UNKNOWN_OFFSET, UNKNOWN_EPOCH  # nothing is tiered
     found = log.max_timestamp() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
+    if found is not None and found.offset >= last_fetchable and lagging:
+        raise _OffsetNotAvailable
     if found is None or found.offset >= last_fetchable:
         return NO_TIMESTAMP, UNKNOWN_OFFSET, UNKNOWN_EPOCH
     return found.timestamp, found.offset, epoch_of_offset(log, found.offset)
@@ -157,10 +180,12 @@ def _v0_topic(broker, request, topic) -> TopicResponse:
     for partition in topic.partitions:
         index = partition.partition_index
         log = broker.get_log(topic.name, index)
+        problem = replica_error(broker, topic.name, index, None,
+                                require_leader=request.replica_id != DEBUGGING_REPLICA_ID)
         if partition.timestamp < EARLIEST:
             code, offsets = ErrorCode.UNSUPPORTED_VERSION, []
-        elif log is None:
-            code, offsets = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
+        elif problem is not None:
+            code, offsets = problem, []
         else:
             offsets = _legacy_offsets(broker, log, partition.timestamp, partition.max_num_offsets)
             if request.replica_id == CONSUMER_REPLICA_ID:

@@ -1,5 +1,5 @@
-"""Metadata (API key 3), versions 0-13: the brokers of the cluster (just this one), its cluster id and controller, and
-the partitions of the requested topics.
+"""Metadata (API key 3), versions 0-13: the brokers of the cluster, its cluster id and controller, and the partitions
+of the requested topics with their leaders and replicas. Every node answers for the whole cluster.
 
 Behaviour, as Kafka's:
 - Which topics: all of them when `topics` is null (v1+) or empty in v0 (sarama relies on this); none for an empty
@@ -7,13 +7,21 @@ Behaviour, as Kafka's:
   ignored), unknown ids answering UNKNOWN_TOPIC_ID with a null name. Versions 10 and 11 carry an id field but may not
   use it: a null name or a non-zero id there fails the whole request with INVALID_REQUEST on every listed topic.
 - A missing topic is created when the request allows it (always for v0-3, `allow_auto_topic_creation` from v4) and
-  `auto.create.topics.enable` is on; it is created with `num.partitions` partitions and answered with
-  LEADER_NOT_AVAILABLE and no partitions, so clients ask again. Internal topics get their own partition count and
-  settings (`offsets.topic.num.partitions`, `transaction.state.log.num.partitions`, ...). A request for all topics
-  never creates one. Otherwise a missing topic is UNKNOWN_TOPIC_OR_PARTITION, and an illegal name
-  INVALID_TOPIC_EXCEPTION in every case.
-- Each partition: leader and only replica is this node, leader epoch from the broker, ISR = replicas = [node id],
-  no offline replicas. Topic ids from v10, `is_internal` from v1.
+  `auto.create.topics.enable` is on; it is created with `num.partitions` partitions and `default.replication.factor`
+  replicas and answered with LEADER_NOT_AVAILABLE and no partitions, so clients ask again. Internal topics get their
+  own partition count, replication factor (at most the live nodes, as the coordinators create them) and settings
+  (`offsets.topic.num.partitions`, `offsets.topic.replication.factor`, ...). A creation the controller refuses (a
+  replication factor above the registered nodes: INVALID_REPLICATION_FACTOR) creates nothing and answers
+  UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KRaft broker answers every topic it asks the controller for, with one
+  WARNING line. A request for all topics never creates one. Otherwise a missing topic is
+  UNKNOWN_TOPIC_OR_PARTITION, and an illegal name INVALID_TOPIC_EXCEPTION in every case.
+- Brokers: the live nodes (a stopped one is fenced and left out), each with its endpoint on the listener the request
+  came in on and its `broker.rack` (v1+). The controller id is a live broker, as a KRaft broker names one at random
+  (clients send it admin requests): the node answering.
+- Each partition (KRaftMetadataCache): its leader, leader epoch, replicas in assignment order, ISR and offline
+  replicas (those on stopped nodes, v5+). A partition without a leader (no live in-sync replica) answers
+  LEADER_NOT_AVAILABLE with leader -1 and its epoch. Version 0 lists only live replicas and ISR members and answers
+  REPLICA_NOT_AVAILABLE for a led partition that lost some that way. Topic ids from v10, `is_internal` from v1.
 - Authorized operations (v8+): no authorizer runs, so when asked for, a topic reports every operation Kafka
   supports on topics (3576) and the cluster (v8-10) every cluster operation (8096); otherwise INT32_MIN.
 
@@ -33,6 +41,8 @@ from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import MetadataResponse
 from ..protocol.wire import ZERO_UUID
+from ..cluster.controller import ControllerError
+from ..cluster.metadata import NO_LEADER
 from ..storage import StorageError
 
 if TYPE_CHECKING:
@@ -49,15 +59,19 @@ AUTHORIZED_OPERATIONS_OMITTED = -2**31
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
 
-# Internal topics: (partition count setting, its default, topic-level settings Kafka creates them with).
+# Internal topics: (partition count setting, its default, (replication factor setting, its default), topic-level
+# settings Kafka creates them with).
 _INTERNAL_TOPIC_SPECS = {
-    topic_names.GROUP_METADATA_TOPIC: ("offsets.topic.num.partitions", 50, {
+    topic_names.GROUP_METADATA_TOPIC: ("offsets.topic.num.partitions", 50, ("offsets.topic.replication.factor", 3), {
         "cleanup.policy": "compact", "compression.type": "producer",
         "segment.bytes": ("offsets.topic.segment.bytes", 104_857_600)}),
-    topic_names.TRANSACTION_STATE_TOPIC: ("transaction.state.log.num.partitions", 50, {
+    topic_names.TRANSACTION_STATE_TOPIC: ("transaction.state.log.num.partitions", 50,
+                                          ("transaction.state.log.replication.factor", 3), {
         "cleanup.policy": "compact", "compression.type": "uncompressed",
-        "segment.bytes": ("transaction.state.log.segment.bytes", 104_857_600)}),
-    topic_names.SHARE_GROUP_STATE_TOPIC: ("share.coordinator.state.topic.num.partitions", 50, {
+        "segment.bytes": ("transaction.state.log.segment.bytes", 104_857_600),
+        "min.insync.replicas": ("transaction.state.log.min.isr", 2)}),
+    topic_names.SHARE_GROUP_STATE_TOPIC: ("share.coordinator.state.topic.num.partitions", 50,
+                                          ("share.coordinator.state.topic.replication.factor", 3), {
         "cleanup.policy": "delete",
         "segment.bytes": ("share.coordinator.state.topic.segment.bytes", 104_857_600)}),
 }
@@ -72,7 +86,6 @@ async def handle(ctx: RequestContext, request) -> MetadataResponse:
     if _uses_ids_too_early(request, version):
         return _invalid_request_response(request)
     broker = ctx.broker
-    host, port = broker.advertised_endpoint(ctx.listener_host, ctx.listener_port)
     topics = _requested_topics(ctx, request, version)
     if version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
@@ -81,10 +94,21 @@ async def handle(ctx: RequestContext, request) -> MetadataResponse:
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
         cluster_operations = CLUSTER_AUTHORIZED_OPERATIONS
-    return MetadataResponse(
-        brokers=[MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=host, port=port, rack=None)],
-        cluster_id=broker.cluster_id, controller_id=broker.node_id, topics=topics,
-        cluster_authorized_operations=cluster_operations)
+    return MetadataResponse(brokers=_brokers(ctx), cluster_id=broker.cluster_id, controller_id=broker.node_id,
+                            topics=topics, cluster_authorized_operations=cluster_operations)
+
+
+def _brokers(ctx: RequestContext) -> list:
+    """The live nodes with their endpoints on this listener (KRaftMetadataCache.getAliveBrokerNodes)."""
+    broker = ctx.broker
+    nodes = broker.metadata.nodes
+    brokers = []
+    for node_id in broker.alive_node_ids():
+        address = broker.endpoint_of(node_id, ctx.listener_host, ctx.listener_port)
+        if address is not None:  # a node that has never listened has no endpoint to give
+            brokers.append(MetadataResponse.MetadataResponseBroker(node_id=node_id, host=address[0],
+                                                                   port=address[1], rack=nodes[node_id].rack))
+    return brokers
 
 
 def _uses_ids_too_early(request, version: int) -> bool:
@@ -105,7 +129,7 @@ def _requested_topics(ctx: RequestContext, request, version: int) -> list:
     broker = ctx.broker
     wanted = request.topics
     if wanted is None or (version == 0 and not wanted):
-        return [_describe(broker, info) for _, info in sorted(broker.topics().items())]
+        return [_describe(broker, info, version) for _, info in sorted(broker.topics().items())]
     ids = list(dict.fromkeys(topic.topic_id for topic in wanted if topic.topic_id != ZERO_UUID))
     if ids:
         return _topics_by_id(broker, ids)
@@ -122,7 +146,7 @@ def _topics_by_id(broker, ids: list[uuid.UUID]) -> list:
             unknown.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id,
                                  partitions=[]))
         else:
-            known.append(_describe(broker, info))
+            known.append(_describe(broker, info, version=12))  # ids: v12+
     return unknown + known
 
 
@@ -135,7 +159,7 @@ def _topic_by_name(ctx: RequestContext, name: str, allow_creation: bool):
     broker = ctx.broker
     info = broker.topic(name)
     if info is not None:
-        return _describe(broker, info)
+        return _describe(broker, info, ctx.api_version)
     if not topic_names.is_valid(name):
         return _missing(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not allow_creation:
@@ -149,25 +173,36 @@ def _auto_create(ctx: RequestContext, name: str) -> ErrorCode:
     """Create `name` and return the error to answer for it this time (LEADER_NOT_AVAILABLE, as for a topic whose
     partitions are still being set up)."""
     broker = ctx.broker
-    partitions, configs = _creation_settings(broker.config, name)
+    partitions, replication_factor, configs = _creation_settings(broker, name)
     try:
-        broker.create_topic(name, partitions, configs)
+        broker.create_topic(name, partitions, configs, replication_factor=replication_factor)
+    except ControllerError as exc:
+        log.warning("client %s: could not auto-create topic %r: %s: %s", ctx.client_id, name, exc.code.name,
+                    exc.message)
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     except (OSError, ValueError, StorageError) as exc:
         log.warning("client %s: could not auto-create topic %r: %s", ctx.client_id, name, exc)
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    log.info("client %s: auto-created topic %r with %d partitions", ctx.client_id, name, partitions)
+    log.info("client %s: auto-created topic %r with %d partitions, replication factor %d", ctx.client_id, name,
+             partitions, replication_factor)
     return ErrorCode.LEADER_NOT_AVAILABLE
 
 
-def _creation_settings(config, name: str) -> tuple[int, dict]:
+def _creation_settings(broker, name: str) -> tuple[int, int, dict]:
+    """(partitions, replication factor, topic configs) of an auto-created topic."""
+    config = broker.config
     spec = _INTERNAL_TOPIC_SPECS.get(name)
     if spec is None:
-        return config.num_partitions, {}
-    count_setting, count_default, template = spec
+        return config.num_partitions, config.default_replication_factor, {}
+    count_setting, count_default, factor_setting, template = spec
     configs = {}
     for key, value in template.items():
         configs[key] = str(_setting(config, *value)) if isinstance(value, tuple) else value
-    return int(_setting(config, count_setting, count_default)), configs
+    # as the coordinators create them: at most as many replicas as there are live nodes
+    replication_factor = min(int(_setting(config, *factor_setting)), max(len(broker.alive_node_ids()), 1))
+    if "min.insync.replicas" in configs:
+        configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), replication_factor))
+    return int(_setting(config, count_setting, count_default)), replication_factor, configs
 
 
 def _setting(config, name: str, default):
@@ -181,17 +216,23 @@ def _missing(name: str, error: ErrorCode):
                  partitions=[])
 
 
-def _describe(broker, info):
-    node = broker.node_id
+def _describe(broker, info, version: int):
+    """A topic's partitions as KRaftMetadataCache.getPartitionMetadata describes them."""
+    alive = set(broker.alive_node_ids())
     partitions = []
-    for index in range(info.partitions):
-        if broker.get_log(info.name, index) is None:  # listed but not loaded: say so rather than guess
-            partitions.append(Partition(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index,
-                                        leader_id=-1, leader_epoch=-1, replica_nodes=[node], isr_nodes=[],
-                                        offline_replicas=[]))
-            continue
-        partitions.append(Partition(error_code=ErrorCode.NONE, partition_index=index, leader_id=node,
-                                    leader_epoch=broker.leader_epoch(info.name, index), replica_nodes=[node],
-                                    isr_nodes=[node], offline_replicas=[]))
+    for state in broker.metadata.partitions(info.name):
+        replicas, isr = list(state.replicas), list(state.isr)
+        if version == 0:  # errorUnavailableEndpoints: only live replicas are listed
+            replicas = [node_id for node_id in replicas if node_id in alive]
+            isr = [node_id for node_id in isr if node_id in alive]
+        if state.leader == NO_LEADER or state.leader not in alive:
+            error, leader = ErrorCode.LEADER_NOT_AVAILABLE, NO_LEADER
+        elif len(replicas) < len(state.replicas) or len(isr) < len(state.isr):
+            error, leader = ErrorCode.REPLICA_NOT_AVAILABLE, state.leader
+        else:
+            error, leader = ErrorCode.NONE, state.leader
+        partitions.append(Partition(error_code=error, partition_index=state.partition, leader_id=leader,
+                                    leader_epoch=state.leader_epoch, replica_nodes=replicas, isr_nodes=isr,
+                                    offline_replicas=state.offline_replicas(alive)))
     return Topic(error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
                  is_internal=info.is_internal, partitions=partitions)

@@ -14,9 +14,10 @@ Behaviour, as Kafka's leader answers:
 - Kafka writes the current leader epoch into the cache when a partition gets its leader, even before anything is
   appended. Our storage records an epoch with the first batch it appends, so a partition whose cache lags behind
   the broker's current epoch answers as if that epoch started at its log end offset.
-- `current_leader_epoch` (v2+) other than -1 is checked: older than ours FENCED_LEADER_EPOCH, newer
-  UNKNOWN_LEADER_EPOCH. An unknown topic or partition answers UNKNOWN_TOPIC_OR_PARTITION. Errors carry epoch -1
-  and end offset -1.
+- Only the leader answers, from its own leader epoch cache (followers and consumers alike ask it): a node that is
+  no replica of the partition, or a follower, answers NOT_LEADER_OR_FOLLOWER. `current_leader_epoch` (v2+) other
+  than -1 is checked first: older than the partition's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. An unknown
+  topic or partition answers UNKNOWN_TOPIC_OR_PARTITION. Errors carry epoch -1 and end offset -1.
 - `replica_id` (v3+) does not change the answer: a follower and a consumer are told the same, as on Kafka.
 - Topics are answered in request order, a topic named twice twice (Kafka's request collection keeps both).
   Version 0 answers carry no epoch (the field starts at version 1).
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetForLeaderEpochResponse
-from .list_offsets import leader_epoch_error
+from .partition_leadership import replica_error
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -52,14 +53,12 @@ async def handle(ctx: RequestContext, request) -> OffsetForLeaderEpochResponse:
 
 def _answer(broker, topic: str, partition) -> EpochEndOffset:
     index = partition.partition
+    asserted = None if partition.current_leader_epoch == UNDEFINED_EPOCH else partition.current_leader_epoch
+    problem = replica_error(broker, topic, index, asserted, require_leader=True)  # only -1 means "not asserted"
+    if problem is not None:
+        return _error(index, problem)
     log = broker.get_log(topic, index)
-    if log is None:
-        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     current_epoch = broker.leader_epoch(topic, index)
-    if partition.current_leader_epoch != UNDEFINED_EPOCH:  # only -1 means "not asserted"
-        epoch_error = leader_epoch_error(current_epoch, partition.current_leader_epoch)
-        if epoch_error is not None:
-            return _error(index, epoch_error)
     epochs = _with_current_epoch(log.epochs.entries, current_epoch, log.log_end_offset)
     epoch, end_offset = end_offset_for(epochs, partition.leader_epoch, log.log_end_offset)
     return EpochEndOffset(partition=index, error_code=ErrorCode.NONE, leader_epoch=epoch, end_offset=end_offset)

@@ -11,10 +11,18 @@ Behaviour, as Kafka's:
   themselves are at fault (a timestamp out of bounds, a keyless record in a compacted topic), v8+ answers list them
   in `record_errors` with their index in the batch, and `error_message` says why; other errors carry no message.
   A client other than "__admin_client" may not write to an internal topic (INVALID_TOPIC_EXCEPTION).
+- Only the partition's leader appends: another node answers NOT_LEADER_OR_FOLLOWER (checked before a transactional
+  batch goes to the coordinator, as Kafka does), and from v10 names the leader it knows in `current_leader`, with
+  that leader's endpoint in `node_endpoints` when it is alive (KIP-951).
 - acks: 1 and -1 answer after the append and, when the append reached the topic's `flush.messages`, after the fsync
   that storage asks for (`AppendResult.flush_needed`, run off the event loop by `broker.make_durable`), as Kafka
-  flushes inside its append; with Kafka's defaults nothing is flushed on the request path. 0 sends no response (a
-  due fsync then runs in the background), and
+  flushes inside its append; with Kafka's defaults nothing is flushed on the request path. -1 (all) on a partition
+  with followers first needs an ISR of at least the effective `min.insync.replicas` (the topic's, at most the
+  replica count) or appends nothing and answers NOT_ENOUGH_REPLICAS; after the append it waits, up to the
+  request's `timeout_ms`, for the high watermark to pass the batch (`Replication.wait_for_isr`): REQUEST_TIMED_OUT
+  when it does not, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below the minimum meanwhile,
+  NOT_LEADER_OR_FOLLOWER when leadership moved; these keep the append's offsets, as Kafka's DelayedProduce answers.
+  A partition of one replica waits for nothing. 0 sends no response (a due fsync then runs in the background), and
   when a partition failed the connection is closed instead (the handler raises `UnacknowledgedProduceFailed`), so
   the producer notices and refreshes its metadata. Any other acks value answers INVALID_REQUIRED_ACKS for every
   partition that got that far, and nothing is appended.
@@ -52,8 +60,8 @@ Behaviour, as Kafka's:
   first takes its place in a queue per producer and partition, so a later pipelined request to the same partition
   appends after it, never before; a partition with no such wait pending appends at once.
 
-Deviations: `timeout_ms` is not used (there are no replicas to wait for). A retried batch on a CreateTime topic
-answers `log_append_time_ms` -1, where Kafka answers the batch's largest timestamp.
+Deviation: a retried batch on a CreateTime topic answers `log_append_time_ms` -1, where Kafka answers the batch's
+largest timestamp.
 """
 from __future__ import annotations
 
@@ -62,7 +70,7 @@ import logging
 import struct
 import time
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import topic_names
 from ..coordinator.transactions import transactions_of
@@ -76,6 +84,7 @@ from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 from ..storage import StorageError
 from . import CloseConnection
+from .partition_leadership import leader_hint, replica_error
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -101,7 +110,8 @@ _RETRIABLE_VERIFICATION = {ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LO
 _WITHOUT_LOG_START = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.MESSAGE_TOO_LARGE,
                       ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR,
                       ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.INVALID_TOPIC_EXCEPTION,
-                      ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+                      ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                      ErrorCode.NOT_LEADER_OR_FOLLOWER}
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -144,7 +154,10 @@ async def handle(ctx: RequestContext, request) -> ProduceResponse | None:
         _flush_in_background(broker, appended)
         return None
     await _make_durable(broker, appended)
-    return ProduceResponse(responses=responses, throttle_time_ms=0)
+    if request.acks == -1:
+        await _wait_for_isr(broker, appended, request.timeout_ms)
+    return ProduceResponse(responses=responses, throttle_time_ms=0,
+                           node_endpoints=_leader_hints(ctx, responses) if version >= 10 else [])
 
 
 def _topic_name(broker, topic_data, version: int) -> str | None:
@@ -162,25 +175,45 @@ def _produce_partition(ctx: RequestContext, request, name: str | None, partition
     version, index = ctx.api_version, partition_data.index
     if name is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_ID), None
-    log_ = ctx.broker.get_log(name, index)
-    if log_ is None:
+    if not ctx.broker.has_partition(name, index):
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     records = partition_data.records if partition_data.records is not None else b""
     if version >= 3:
         problem = _check_single_batch(records, version)
         if problem is not None:
             return _error(index, problem), None
-    if producer is not None and _is_transactional(records) and _needs_verification(ctx, log_, producer):
-        return _Waiting(ctx, log_, records, index, producer), None  # verified before acks, as in Kafka
-    return _checked_append(ctx, request, log_, records, index, now_ms)
+    if producer is not None and _is_transactional(records):
+        not_leader = replica_error(ctx.broker, name, index, None, require_leader=True)
+        if not_leader is not None:  # Kafka asks the leader's partition before the coordinator
+            return _error(index, not_leader), None
+        log_ = ctx.broker.get_log(name, index)
+        if _needs_verification(ctx, log_, producer):
+            return _Waiting(ctx, log_, records, index, producer), None  # verified before acks, as in Kafka
+    return _checked_append(ctx, request, name, records, index, now_ms)
 
 
-def _checked_append(ctx: RequestContext, request, log_, records, index: int, now_ms: int):
+def _checked_append(ctx: RequestContext, request, topic: str, records, index: int, now_ms: int):
+    """Kafka's checks before an append (ReplicaManager.appendToLocalLog, Partition.appendRecordsToLeader), then
+    the append."""
     if request.acks not in (-1, 0, 1):
         return _error(index, ErrorCode.INVALID_REQUIRED_ACKS), None
-    if topic_names.is_internal(log_.topic) and ctx.client_id != ADMIN_CLIENT_ID:
+    if topic_names.is_internal(topic) and ctx.client_id != ADMIN_CLIENT_ID:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
+    broker = ctx.broker
+    not_leader = replica_error(broker, topic, index, None, require_leader=True)
+    if not_leader is not None:
+        return _error(index, not_leader), None
+    log_ = broker.get_log(topic, index)
+    if request.acks == -1 and _isr_too_small(broker.partition_state(topic, index), log_):
+        return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, log_start_offset=log_.log_start_offset), None
     return _append(ctx, log_, records, index, now_ms)
+
+
+def _isr_too_small(state, log_) -> bool:
+    """acks=all refuses to append while the ISR is below the effective min.insync.replicas: the topic's value, at
+    most the replica count (Kafka's effectiveMinIsr), so a partition of one replica always takes writes."""
+    replicas = len(state.replicas)
+    return replicas > 1 and len(state.isr) < min(log_.config.min_insync_replicas, replicas)
 
 
 # --- transactional batches -----------------------------------------------------------------------------------
@@ -233,7 +266,7 @@ async def _append_verified(ctx: RequestContext, request, waiting: list, producer
             if code != ErrorCode.NONE:
                 partitions[position] = _verification_error(entry.index, code, ctx.api_version)
             else:
-                response, written = _checked_append(ctx, request, entry.log, entry.records, entry.index,
+                response, written = _checked_append(ctx, request, entry.log.topic, entry.records, entry.index,
                                                     ctx.broker.now_ms())
                 partitions[position] = response
                 if written is not None:
@@ -321,9 +354,9 @@ def _append(ctx: RequestContext, log_, records, index: int, now_ms: int):
         return _error(index, ErrorCode.NONE), None
     if not result.duplicate:  # a retried batch already in the log wrote nothing: no fetcher to wake
         broker.notify_appended(log_.topic, index)
-    return PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
-                             log_append_time_ms=result.log_append_time_ms,
-                             log_start_offset=result.log_start_offset), (log_, result.flush_needed)
+    response = PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
+                                 log_append_time_ms=result.log_append_time_ms, log_start_offset=result.log_start_offset)
+    return response, _Written(log_, result.flush_needed, result.last_offset + 1, response)
 
 
 def _storage_error(ctx: RequestContext, log_, records, index: int, exc: StorageError, now_ms: int):
@@ -454,4 +487,58 @@ def _log_flush_failure(task) -> None:
 
 
 def _flush_due(appended: list) -> list:
-    return list({id(log_): log_ for log_, flush_needed in appended if flush_needed}.values())
+    return list({id(written.log): written.log for written in appended if written.flush_needed}.values())
+
+
+# --- acks=all and leader hints ---------------------------------------------------------------------------------
+
+class _Written(NamedTuple):
+    """A partition appended to: its log, whether its flush policy wants an fsync now, the offset the ISR must
+    reach for acks=all, and the response to amend if it does not."""
+    log: object
+    flush_needed: bool
+    required_offset: int
+    response: object
+
+
+async def _wait_for_isr(broker, appended: list, timeout_ms: int) -> None:
+    """acks=all: each partition with followers answers once its high watermark reaches the append (Kafka's
+    DelayedProduce, with the request's timeout); a partition of one replica has nothing to wait for."""
+    waits = [written for written in appended if _has_followers(broker, written.log)]
+    if not waits:
+        return
+    replication = broker.cluster.replication
+    codes = await asyncio.gather(*(replication.wait_for_isr(written.log.topic, written.log.partition,
+                                                             written.required_offset, timeout_ms / 1000)
+                                   for written in waits))
+    for written, code in zip(waits, codes):
+        if code != ErrorCode.NONE:  # the offsets of the append stay, as Kafka answers them
+            written.response.error_code = code
+
+
+def _has_followers(broker, log_) -> bool:
+    state = broker.partition_state(log_.topic, log_.partition)
+    return state is not None and len(state.replicas) > 1
+
+
+def _leader_hints(ctx: RequestContext, responses) -> list:
+    """KIP-951 (v10+): each NOT_LEADER_OR_FOLLOWER partition names the leader this node knows, and the response
+    carries the endpoints of those leaders."""
+    endpoints = {}
+    for topic in responses:
+        name = topic.name if ctx.api_version < 13 else _name_of(ctx.broker, topic.topic_id)
+        for partition in topic.partition_responses:
+            if partition.error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                continue
+            hint = leader_hint(ctx, name, partition.index)
+            partition.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=hint.leader_id,
+                                                                        leader_epoch=hint.leader_epoch)
+            if hint.endpoint is not None:
+                node_id, host, port, rack = hint.endpoint
+                endpoints[node_id] = ProduceResponse.NodeEndpoint(node_id=node_id, host=host, port=port, rack=rack)
+    return [endpoints[node_id] for node_id in sorted(endpoints)]
+
+
+def _name_of(broker, topic_id) -> str | None:
+    info = broker.topic_by_id(topic_id)
+    return None if info is None else info.name

@@ -376,8 +376,11 @@ async def test_newest_request_fields(three, version):
 
 def test_a_session_id_that_no_longer_names_the_topic(three):
     from compatbroker.fetch_session import PartitionRequest
+    state, log = three.partition_state("t", 0), three.get_log("t", 0)
+    limits = fetch._Limits(max_bytes=100, min_bytes=1, hard=False, read_committed=False, consumer=True,
+                           only_leader=True, client_rack=None)
     stale = PartitionRequest(topic="t", topic_id=uuid.uuid4(), partition=0, fetch_offset=0, partition_max_bytes=100)
-    assert fetch._partition_problem(three, stale) == ErrorCode.INCONSISTENT_TOPIC_ID
+    assert fetch._partition_problem(three, stale, state, log, limits) == ErrorCode.INCONSISTENT_TOPIC_ID
     current = PartitionRequest(topic="t", topic_id=three.topic("t").topic_id, partition=0, fetch_offset=0,
                                partition_max_bytes=100)
-    assert fetch._partition_problem(three, current) is None
+    assert fetch._partition_problem(three, current, state, log, limits) is None

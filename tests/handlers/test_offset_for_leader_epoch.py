@@ -83,7 +83,7 @@ async def test_a_partition_never_written_to_is_in_the_current_epoch(epochs):
 
 
 async def test_a_cache_behind_the_current_epoch_gets_it_at_the_log_end(epochs, monkeypatch):
-    monkeypatch.setattr(epochs, "leader_epoch", lambda topic, partition: 5)  # a leader elected after offset 10
+    monkeypatch.setattr(epochs.partition_state("t", 0), "leader_epoch", 5)  # a leader elected after offset 10
     assert await ask(epochs, 5, current_leader_epoch=5) == (ErrorCode.NONE, 5, 10)
     assert await ask(epochs, 3, current_leader_epoch=5) == (ErrorCode.NONE, 3, 10)
     assert await ask(epochs, 4) == (ErrorCode.NONE, 3, 10)
@@ -102,7 +102,7 @@ async def test_current_leader_epoch_is_checked_from_v2(epochs, version):
 
 
 async def test_an_older_current_leader_epoch_is_fenced(epochs, monkeypatch):
-    monkeypatch.setattr(epochs, "leader_epoch", lambda topic, partition: 3)
+    monkeypatch.setattr(epochs.partition_state("t", 0), "leader_epoch", 3)
     assert await ask(epochs, 1, current_leader_epoch=2) == (ErrorCode.FENCED_LEADER_EPOCH, -1, -1)
     assert await ask(epochs, 1, current_leader_epoch=-1) == (ErrorCode.NONE, 1, 8)
 
