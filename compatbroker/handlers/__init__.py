@@ -42,7 +42,9 @@ HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch
                    "create_topics", "delete_topics", "create_partitions", "delete_records", "describe_cluster",
                    "describe_log_dirs", "describe_configs", "alter_configs", "incremental_alter_configs",
                    "offset_for_leader_epoch", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn",
-                   "write_txn_markers", "txn_offset_commit", "describe_transactions", "list_transactions"]
+                   "write_txn_markers", "txn_offset_commit", "describe_transactions", "list_transactions",
+                   "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
+                   "describe_topic_partitions", "describe_quorum", "alter_replica_log_dirs"]
 """Modules of this package that serve requests."""
 
 

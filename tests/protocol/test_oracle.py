@@ -74,6 +74,8 @@ UNCOVERED = {
     ("ConsumerGroupHeartbeatResponse", 1): "kafka-python has no ConsumerGroupHeartbeat class",
     ("WriteTxnMarkersRequest", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
     ("WriteTxnMarkersResponse", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
+    ("AlterReplicaLogDirsRequest", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
+    ("AlterReplicaLogDirsResponse", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
     **BROKEN_OLD_STRUCTS,
     ("GroupMetadataKey", 0): "internal-topic record: kafka-python has no class",
     **{("GroupMetadataValue", v): "internal-topic record: kafka-python has no class" for v in _versions(0, 4)},
