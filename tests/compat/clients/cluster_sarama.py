@@ -1,0 +1,69 @@
+"""sarama against a cluster: the program in sarama/cluster/main.go, built as sarama_client.py builds its own
+(GOPATH mode against Debian's packaged source, cached by the source's hash), run as a workload process (see
+cluster_workload.py) or once per produce."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import MissingClient
+from .base import ClientError
+from .cluster_workload import Workload
+from .sarama_client import BUILD_DIR, BUILD_TIMEOUT_S, GOPATH, INSTALL_HINT, SARAMA_SOURCE
+
+SOURCE_DIR = Path(__file__).with_name("sarama") / "cluster"
+CALL_TIMEOUT_S = 120.0
+
+
+def load() -> SaramaCluster:
+    """The program, built if needed; raises MissingClient with the install command."""
+    go = shutil.which("go")
+    if go is None or not SARAMA_SOURCE.is_dir():
+        missing = "the go command" if go is None else f"{SARAMA_SOURCE}"
+        raise MissingClient(f"sarama is not installed ({missing} is missing): {INSTALL_HINT}")
+    return SaramaCluster(build(go))
+
+
+def build(go: str) -> Path:
+    source = (SOURCE_DIR / "main.go").read_bytes()
+    target = BUILD_DIR / f"cluster-{hashlib.sha256(source).hexdigest()[:16]}" / "sarama-cluster"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"sarama-cluster.{os.getpid()}.partial")
+    env = os.environ | {"GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": "", "CGO_ENABLED": "1"}
+    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=SOURCE_DIR, env=env, capture_output=True,
+                          text=True, timeout=BUILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise ClientError(f"building the sarama cluster program failed:\n{done.stderr[-4000:]}")
+    partial.replace(target)
+    return target
+
+
+class SaramaCluster:
+    def __init__(self, program: Path):
+        self.program = program
+
+    def workload(self, bootstrap: str, topic: str, group: str, *, partitions: int, chunk: int,
+                 log_path: Path) -> Workload:
+        spec = {"op": "workload", "bootstrap": bootstrap, "topic": topic, "group": group, "partitions": partitions,
+                "chunk": chunk}
+        return Workload([str(self.program), json.dumps(spec)], {}, log_path)
+
+    def produce(self, bootstrap: str, topic: str, partition: int, values: list[str], *, retries: int,
+                idempotent: bool = False) -> dict:
+        """{"ok": true} or {"ok": false, "error": {"message": ..., "code": Kafka's error code or -1}}."""
+        spec = {"op": "produce", "bootstrap": bootstrap, "topic": topic, "partition": partition, "values": values,
+                "retries": retries, "idempotent": idempotent}
+        try:
+            done = subprocess.run([str(self.program), json.dumps(spec)], capture_output=True, text=True,
+                                  timeout=CALL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ClientError(f"sarama produce did not finish within {CALL_TIMEOUT_S} s") from None
+        if done.returncode != 0:
+            raise ClientError(f"sarama produce failed: {done.stderr.strip()[-2000:]}")
+        return json.loads(done.stdout)
