@@ -55,6 +55,8 @@ def _add_serve(sub) -> None:
     serve.add_argument("--nodes", metavar="N", type=_positive, default=1,
                        help="run a test cluster of N brokers in this process, node ids 0..N-1, each with its own "
                             "listener and its logs in DATA_DIR/node-ID/ (default 1: a single broker)")
+    serve.add_argument("--node-ids", metavar="ID,ID,...", type=_node_ids,
+                       help="the nodes' ids instead of 0..N-1 (their count is the node count)")
     serve.add_argument("--racks", metavar="RACK,RACK,...", type=_racks,
                        help="each node's broker.rack, one per node (an empty one: no rack)")
 
@@ -147,6 +149,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _node_ids(text: str) -> list[int]:
+    try:
+        ids = [int(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected node ids like 1,2,3, got {text!r}") from None
+    if min(ids) < 0 or len(set(ids)) != len(ids):
+        raise argparse.ArgumentTypeError(f"node ids must be distinct and not negative, got {text!r}")
+    return ids
+
+
 def _racks(text: str) -> list[str | None]:
     return [rack.strip() or None for rack in text.split(",")]
 
@@ -167,6 +179,10 @@ def serve(args) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         overrides = list(args.set)
+        if args.node_ids is not None:
+            if args.nodes not in (1, len(args.node_ids)):
+                raise ConfigError(f"--node-ids: {len(args.node_ids)} ids for --nodes {args.nodes}")
+            args.nodes = len(args.node_ids)
         if args.racks is not None:
             if len(args.racks) != args.nodes:
                 raise ConfigError(f"--racks: one rack per node ({args.nodes}), got {len(args.racks)}")
@@ -195,14 +211,14 @@ def _cluster_options(args, config) -> dict:
     from .config import ConfigError
     from .server.run import cluster_listeners
 
-    if args.nodes == 1:
+    if args.nodes == 1 and args.node_ids is None:
         if len(args.listen) > 1:
             raise ConfigError(f"--listen: one address for a single broker, got {len(args.listen)} (see --nodes)")
         return {}
     if args.advertised_listener is not None:
         raise ConfigError("--advertised-listener names one broker's address; with --nodes each node advertises "
                           "its own listener")
-    return {"nodes": args.nodes, "racks": args.racks,
+    return {"nodes": args.nodes, "node_ids": args.node_ids, "racks": args.racks,
             "node_listeners": cluster_listeners(config, args.nodes, args.listen)}
 
 

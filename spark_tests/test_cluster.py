@@ -112,6 +112,7 @@ def fill(broker, kafka, topic: str, per_partition: int, prefix: str = "v"):
     return produced
 
 
+@pytest.mark.matrix(flow="cluster failover")
 def test_batch_read_while_leaders_move(broker, spark, kafka, topic):
     produced = fill(broker, kafka, topic, 300)
     frame = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
@@ -123,6 +124,7 @@ def test_batch_read_while_leaders_move(broker, spark, kafka, topic):
     print(f"batch read of {len(found)} records while {len(mover.moves)} leader moves happened")
 
 
+@pytest.mark.matrix(flow="cluster failover")
 def test_streaming_read_while_leaders_move(broker, spark, kafka, topic):
     produced = fill(broker, kafka, topic, 200, prefix="a")
     name = topic.replace(".", "_").replace("-", "_")
@@ -145,6 +147,7 @@ def test_streaming_read_while_leaders_move(broker, spark, kafka, topic):
     print(f"streaming read of {len(found)} records while {len(mover.moves)} leader moves happened")
 
 
+@pytest.mark.matrix(flow="fetch from follower")
 def test_client_rack_reads_from_the_follower_in_its_rack(broker, spark, kafka, topic):
     produced = fill(broker, kafka, topic, 50, prefix="r")
     leader = broker.leader_of(topic, 0)

@@ -107,12 +107,13 @@ class ClusterRuntime:
     """A cluster's nodes and their servers, with the services and request hooks given, started and stopped
     together on the running event loop.
 
-    `nodes` > 1 makes a cluster of brokers with ids 0..nodes-1 (racks from `racks`, listeners from
+    `nodes` > 1 makes a cluster of brokers with ids 0..nodes-1 or `node_ids` (racks from `racks`, listeners from
     `node_listeners`, default `cluster_listeners(config, nodes)`); 1 is the single broker of `config`. `handlers`
     replaces the default handler registry; `finalized_transaction_version` the `transaction.version` level the
     cluster finalizes (default: the broker's own)."""
 
-    def __init__(self, config: BrokerConfig, *, nodes: int = 1, racks: Sequence[str | None] | None = None,
+    def __init__(self, config: BrokerConfig, *, nodes: int = 1, node_ids: Sequence[int] | None = None,
+                 racks: Sequence[str | None] | None = None,
                  node_listeners: Sequence[tuple[Endpoint, ...]] | None = None,
                  handlers: Mapping[int, ModuleType] | None = None, hooks: RequestHooks | None = None,
                  services: Sequence[RuntimeService] = (), finalized_transaction_version: int | None = None):
@@ -120,6 +121,7 @@ class ClusterRuntime:
             raise ValueError(f"a cluster needs at least one node, got {nodes}")
         self.config = config
         self.nodes = nodes
+        self.node_id_list = list(node_ids) if node_ids is not None else None  # default: 0..nodes-1
         self.racks = list(racks) if racks is not None else None
         self.node_listeners = list(node_listeners) if node_listeners is not None else None
         self.handlers = handlers
@@ -167,7 +169,8 @@ class ClusterRuntime:
                 cluster = build_cluster(self.config)
             else:
                 listeners = self.node_listeners or cluster_listeners(self.config, self.nodes)
-                cluster = build_cluster(self.config, nodes=self.nodes, racks=self.racks, node_listeners=listeners)
+                cluster = build_cluster(self.config, nodes=self.nodes, node_ids=self.node_id_list, racks=self.racks,
+                                        node_listeners=listeners)
         except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         if self.finalized_transaction_version is not None:

@@ -17,6 +17,8 @@ import pytest
 
 from . import clients
 
+pytestmark = pytest.mark.matrix(flow="cluster admin")
+
 NODE_ID = 1  # the broker's default node.id
 
 

@@ -22,7 +22,7 @@ from compatbroker.toolkit.embedded import EmbeddedBroker
 from .clients.cluster_kafkajs import KafkajsCluster
 from .clients.cluster_workload import check_failover, followers_stopped
 
-pytestmark = pytest.mark.matrix(client="kafkajs", flow="cluster")
+pytestmark = pytest.mark.matrix(client="kafkajs")
 
 NODES = [0, 1, 2]
 CLIENT_ID = "cluster-kafkajs-"  # cluster_kafkajs.js names its clients so
@@ -48,6 +48,7 @@ def create_topic(cluster, topic: str, partitions: int) -> None:
     cluster.create_topic(topic, partitions, {"min.insync.replicas": 2}, replication_factor=3)
 
 
+@pytest.mark.matrix(flow="cluster failover")
 def test_failover_loses_and_duplicates_nothing(cluster, kafkajs, topic, tmp_path):
     create_topic(cluster, topic, PARTITIONS)
     group = f"{topic}.group"
@@ -56,6 +57,7 @@ def test_failover_loses_and_duplicates_nothing(cluster, kafkajs, topic, tmp_path
                    offsets_partitions=OFFSETS_PARTITIONS, client_id=CLIENT_ID)
 
 
+@pytest.mark.matrix(flow="cluster acks")
 def test_acks_all_with_two_replicas_stopped_is_not_enough_replicas(cluster, kafkajs, topic):
     create_topic(cluster, topic, 1)
     with followers_stopped(cluster, topic, 0, NODES):

@@ -21,7 +21,7 @@ from . import clients
 from .clients.cluster_sarama import load as load_sarama_cluster
 from .clients.cluster_workload import check_failover, followers_stopped
 
-pytestmark = pytest.mark.matrix(client="sarama", flow="cluster")
+pytestmark = pytest.mark.matrix(client="sarama")
 
 NODES = [0, 1, 2]
 CLIENT_ID = "sarama-cluster"  # sarama/cluster/main.go names its client so
@@ -51,6 +51,7 @@ def create_topic(cluster, topic: str, partitions: int) -> None:
     cluster.create_topic(topic, partitions, {"min.insync.replicas": 2}, replication_factor=3)
 
 
+@pytest.mark.matrix(flow="cluster failover")
 def test_failover_loses_and_duplicates_nothing(cluster, sarama, topic, tmp_path):
     create_topic(cluster, topic, PARTITIONS)
     group = f"{topic}.group"
@@ -60,6 +61,7 @@ def test_failover_loses_and_duplicates_nothing(cluster, sarama, topic, tmp_path)
                    offsets_partitions=OFFSETS_PARTITIONS, client_id=CLIENT_ID)
 
 
+@pytest.mark.matrix(flow="cluster acks")
 def test_acks_all_with_two_replicas_stopped_is_not_enough_replicas(cluster, sarama, topic):
     create_topic(cluster, topic, 1)
     with followers_stopped(cluster, topic, 0, NODES):

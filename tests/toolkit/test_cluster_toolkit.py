@@ -250,8 +250,24 @@ def test_serve_nodes_prints_one_line_per_node_and_serves_each(tmp_path):
         assert process.wait(WAIT_S) == 0
 
 
+def test_serve_node_ids_names_the_nodes(tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "compatbroker", "serve", "--node-ids", "4,7", "--listen",
+                                "127.0.0.1:0", "--data-dir", str(tmp_path / "data")],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        lines = [process.stdout.readline() for _ in range(2)]
+        assert lines[1].startswith("compatbroker node 7 listening on 127.0.0.1:")
+        assert sorted(path.name for path in (tmp_path / "data").iterdir() if path.name.startswith("node-")) == [
+            "node-4", "node-7"]
+    finally:
+        process.terminate()
+        assert process.wait(WAIT_S) == 0
+
+
 @pytest.mark.parametrize("args, message", [
     (["--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0"], "one address for a single broker"),
+    (["--nodes", "3", "--node-ids", "1,2"], "2 ids for --nodes 3"),
+    (["--node-ids", "1,1"], "distinct"),
     (["--nodes", "3", "--listen", "127.0.0.1:0", "--listen", "127.0.0.1:0"], "one per node (3), got 2"),
     (["--nodes", "2", "--racks", "a,b,c"], "one rack per node (2), got 3"),
     (["--nodes", "2", "--advertised-listener", "h:1"], "each node advertises its own listener"),
