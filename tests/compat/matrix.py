@@ -56,6 +56,10 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
        for client in MATRIX_CLIENTS for flow in ("consume (streaming)", "pipeline (Spark)")},
     **{("sarama", flow): "sarama 1.22 has no transactional producer" for flow in ("transactions", "exactly_once")},
     ("kcat", "exactly_once"): "kcat cannot commit consumed offsets in a transaction",
+    ("kcat", "cluster admin"): "kcat has no admin client",
+    ("aiokafka", "cluster admin"): "aiokafka's admin client has no election, reassignment, quorum or log dir calls",
+    ("sarama", "cluster admin"): "sarama 1.22's ClusterAdmin has no election, reassignment, quorum or log dir calls",
+    ("sarama", "fetch from follower"): "sarama 1.22 predates KIP-392 (no RackID)",
 }
 MARKER = "matrix"
 MARKER_HELP = "matrix(client=None, flow=None): the compat-matrix cell of a test (see tests/compat/matrix.py)"

@@ -86,9 +86,12 @@ class KcatClient(ClientAdapter):
             _run(cmd + key + [value.name], b"", timeout_s, "kcat producer (file)")
 
     def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
-                fetch_wait_ms=None):
+                fetch_wait_ms=None, properties=None):
+        """`properties`: more librdkafka settings (-X name=value), e.g. client.rack."""
         cmd = self._base(bootstrap) + ["-C", "-t", topic, "-o", _offset_arg(start), "-c", str(count), "-u",
                                        "-f", OUTPUT_FORMAT]
+        for name, value in (properties or {}).items():
+            cmd += ["-X", f"{name}={value}"]
         if len(partitions) == 1:
             cmd += ["-p", str(partitions[0])]  # otherwise: all partitions of the topic
         if fetch_wait_ms:
