@@ -167,9 +167,8 @@ class ClusterUnderTest:
         self.embedded.create_topic(name, partitions, config, replication_factor=replication_factor)
 
     def partition(self, topic: str, partition: int) -> dict:
-        """{"leader", "leader_epoch", "replicas", "isr"} as the controller has them now (the control operation
-        behind `EmbeddedBroker.leader_of`, which returns only the leader)."""
-        return self.embedded._call().leader(topic, partition)
+        """{"leader", "leader_epoch", "replicas", "isr", ...} as the controller has them now."""
+        return self.embedded.partition_state(topic, partition)
 
     def leader_of(self, topic: str, partition: int) -> int:
         return self.embedded.leader_of(topic, partition)

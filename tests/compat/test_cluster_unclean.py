@@ -54,10 +54,11 @@ def values(prefix: str, count: int) -> list[bytes]:
 
 def write(reference, cluster: ClusterUnderTest, topic: str, prefix: str, count: int, *,
           batch_each: bool = False) -> None:
-    """Records `<prefix>0..`, in one batch or (`batch_each`) a batch of their own each."""
+    """Records `<prefix>0..`, in one batch or (`batch_each`) a batch of their own each. The producer bootstraps from
+    the live nodes only: kafka-python 3.0.12 may keep retrying refused bootstrap addresses until it gives up."""
     records = [Record(None, v, partition=0) for v in values(prefix, count)]
     for run in ([r] for r in records) if batch_each else [records]:
-        reference.produce(cluster.bootstrap_servers, topic, run)
+        reference.produce(cluster.live_bootstrap(), topic, run)
 
 
 def stored(cluster: ClusterUnderTest, topic: str) -> list[tuple[int, bytes]]:
