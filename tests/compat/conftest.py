@@ -65,3 +65,14 @@ def topic(request) -> str:
     """A topic name of this test's own (Kafka's legal characters only)."""
     name = re.sub(r"[^a-zA-Z0-9._-]+", ".", request.node.name.removeprefix("test_")).strip(".")
     return f"{name[:180]}.{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def kafka_python_admin(broker):
+    """kafka-python's admin client on the session's broker (the admin tests')."""
+    clients.load_or_fail("kafka-python")
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id=f"compat-admin-{uuid.uuid4().hex[:6]}",
+                             request_timeout_ms=15000)
+    yield admin
+    admin.close()

@@ -23,16 +23,6 @@ NODE_ID = 1  # the broker's default node.id
 
 
 @pytest.fixture
-def kafka_python_admin(broker):
-    clients.load_or_fail("kafka-python")
-    from kafka import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id=f"compat-admin-{uuid.uuid4().hex[:6]}",
-                             request_timeout_ms=15000)
-    yield admin
-    admin.close()
-
-
-@pytest.fixture
 def confluent_admin(broker):
     clients.load_or_fail("confluent-kafka")
     from confluent_kafka.admin import AdminClient

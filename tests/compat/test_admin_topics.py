@@ -96,16 +96,6 @@ def kcat_topics(broker) -> dict[str, int]:
 
 # --- kafka-python -----------------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def kafka_python_admin(broker):
-    clients.load_or_fail("kafka-python")
-    from kafka import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id=f"compat-admin-{uuid.uuid4().hex[:6]}",
-                             request_timeout_ms=15000)
-    yield admin
-    admin.close()
-
-
 def test_kafka_python_creates_grows_trims_and_deletes_a_topic(broker, reference, kafka_python_admin, topic):
     from kafka import TopicPartition
     admin = kafka_python_admin
