@@ -153,6 +153,11 @@ class Broker:
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
+    @property
+    def security(self):
+        """The cluster's security state (compatbroker.security.BrokerSecurity): listeners' TLS and SASL, ACLs."""
+        return self.cluster.security
+
     def register_listener(self, listener: Endpoint, bound_port: int) -> None:
         """Called by the server once a listener is bound: requests arriving on `bound_port` are told the listener's
         advertised endpoint (port 0 there means the bound port)."""

@@ -15,6 +15,9 @@ Deviations from Kafka's defaults, chosen for development machines:
 - `node.id` is 1 (Kafka has no default);
 - `group.initial.rebalance.delay.ms` is 0 (Kafka: 3000), so that a consumer group forms at once.
 
+Security settings (TLS, SASL, authorization; some also per listener as `listener.name.<listener>.<name>`) are
+`compatbroker.security.settings`'s, typed per listener in `config.security`.
+
 Some names of Kafka's own `server.properties` (KRaft roles, thread counts, replication of internal topics) are
 accepted and ignored, so that such a file can be used as it is; see `IGNORED`.
 """
@@ -28,6 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .config_values import parse_bool as _parse_bool, parse_int as _parse_int, parse_list as _parse_list
+from .config_values import parse_optional_str as _parse_optional_str
+from .security.settings import MECHANISM_NAMES, SecuritySettings, is_security_name, security_names, security_settings
 from .storage.log_config import SETTINGS_BY_NAME, ConfigError, LogConfig, StorageConfig
 
 __all__ = ["BrokerConfig", "ConfigError", "Endpoint", "default_data_dir", "load_properties", "parse_endpoint",
@@ -68,32 +74,6 @@ def default_data_dir() -> str:
 
 
 # --- value parsers ------------------------------------------------------------------------------------------------
-
-def _parse_int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError("expected an integer")
-    return int(value.strip()) if isinstance(value, str) else int(value)
-
-
-def _parse_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise ValueError("expected true or false")
-    return text == "true"
-
-
-def _parse_optional_str(value: Any) -> str | None:
-    """Kafka's null default for a string: an empty value means unset."""
-    text = None if value is None else str(value).strip()
-    return text or None
-
-
-def _parse_list(value: Any) -> tuple[str, ...]:
-    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
-    return tuple(item.strip() for item in items if item.strip())
-
 
 _HOST_PATTERN = re.compile(r"[0-9A-Za-z\-%._:]+")
 
@@ -229,7 +209,7 @@ REPLICA_SELECTORS = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",
 """The values `replica.selector.class` may take (Kafka loads the class; compatbroker has the one Kafka ships)."""
 
 IGNORED = frozenset({
-    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "inter.broker.listener.name",
+    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
 })
@@ -245,7 +225,8 @@ _STORAGE_FALLBACKS = {"log.roll.hours": 168, "log.roll.jitter.hours": 0, "log.re
 
 
 def known_names() -> frozenset[str]:
-    return frozenset(_SETTINGS_BY_NAME) | _STORAGE_NAMES | frozenset(_STORAGE_FALLBACKS) | IGNORED
+    """The unprefixed names accepted (security settings may also carry a `listener.name.<l>.` prefix)."""
+    return frozenset(_SETTINGS_BY_NAME) | _STORAGE_NAMES | frozenset(_STORAGE_FALLBACKS) | IGNORED | security_names()
 
 
 class BrokerConfig:
@@ -305,6 +286,7 @@ class BrokerConfig:
     data_dirs: tuple[str, ...]
     storage: StorageConfig
     log_defaults: LogConfig
+    security: SecuritySettings  # TLS, SASL and authorization settings, per listener (compatbroker.security)
 
     def __init__(self, properties: Mapping[str, Any] | None = None):
         properties = dict(properties or {})
@@ -319,6 +301,8 @@ class BrokerConfig:
         self._check_socket_server_settings()
         self.listeners = self._serving_listeners()
         self.advertised_listeners = self._checked_advertised()
+        self.security = security_settings(properties, {endpoint.name: self.security_protocol(endpoint)
+                                                       for endpoint in self.listeners})
         self.data_dirs = self._data_dirs()
         self.data_dir = self._data_dir()
         self.storage, self.log_defaults = _storage_configs(self.storage_properties())
@@ -358,12 +342,18 @@ class BrokerConfig:
             return self.properties.get(name, _STORAGE_FALLBACKS[name])
         if name in IGNORED:
             return self.properties.get(name)
+        if is_security_name(name):
+            return self.properties.get(name)
         raise ConfigError(_unknown_message(name))
 
     def storage_properties(self) -> dict[str, Any]:
         """The settings handed to the storage layer (it ignores the names it does not know)."""
         return {name: value for name, value in self.properties.items()
                 if name in _STORAGE_NAMES or name in _STORAGE_FALLBACKS}
+
+    def security_protocol(self, listener: Endpoint) -> str:
+        """The security protocol of a listener (listener.security.protocol.map)."""
+        return self._values["listener.security.protocol.map"][listener.name]
 
     def advertised_for(self, listener: Endpoint) -> Endpoint | None:
         """The advertised endpoint configured for a listener, by listener name."""
@@ -391,7 +381,7 @@ class BrokerConfig:
                               "property is set.")
 
     def _serving_listeners(self) -> tuple[Endpoint, ...]:
-        """The listeners clients use: controller listeners are dropped, and only PLAINTEXT is served."""
+        """The listeners clients use: controller listeners are dropped; each has a security protocol."""
         protocols = self._values["listener.security.protocol.map"]
         controller_names = {name.upper() for name in self._values["controller.listener.names"]}
         names = [endpoint.name for endpoint in self._values["listeners"]]
@@ -401,13 +391,12 @@ class BrokerConfig:
         for endpoint in self._values["listeners"]:
             if endpoint.name in controller_names:
                 continue
-            protocol = protocols.get(endpoint.name)
-            if protocol != "PLAINTEXT":
-                raise ConfigError(f"listener {endpoint.name}: only PLAINTEXT listeners are supported "
-                                  f"(security protocol {protocol or 'unknown'}; see listener.security.protocol.map)")
+            if endpoint.name not in protocols:
+                raise ConfigError(f"No security protocol defined for listener {endpoint.name} "
+                                  f"(see listener.security.protocol.map)")
             serving.append(endpoint)
         if not serving:
-            raise ConfigError("listeners: no PLAINTEXT listener to serve clients on")
+            raise ConfigError("listeners: no listener to serve clients on")
         return tuple(serving)
 
     def _checked_advertised(self) -> tuple[Endpoint, ...]:
@@ -476,11 +465,14 @@ def _parse_setting(setting: _Setting, value: Any) -> Any:
 def _reject_unknown(properties: Mapping[str, Any]) -> None:
     known = known_names()
     for name in properties:
-        if name not in known:
+        if name not in known and not is_security_name(name):
             raise ConfigError(_unknown_message(name))
 
 
 def _unknown_message(name: str) -> str:
+    if name in MECHANISM_NAMES:
+        return (f"{name} is taken per listener and mechanism by a broker: "
+                f"listener.name.<listener>.<mechanism>.{name}, e.g. listener.name.sasl_ssl.plain.{name}")
     close = difflib.get_close_matches(name, sorted(known_names()), n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"unknown configuration key {name!r}{hint}"

@@ -7,7 +7,8 @@ isolated). A single broker is a cluster of one: its metadata is rebuilt from its
 and never written, so its data directory keeps Kafka's single-node layout.
 
 Nodes of a multi-node cluster keep their logs in `<log dir>/node-<id>/`; the metadata lives in
-`<first log dir>/cluster-metadata.json`.
+`<first log dir>/cluster-metadata.json`. The security state (settings, ACLs, SCRAM users, TLS contexts:
+`compatbroker.security`) is the cluster's too, shared by its nodes.
 """
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ import uuid
 from ..config import BrokerConfig
 from ..storage.checkpoints import uuid_to_string
 from ..protocol.error_codes import ErrorCode
+from ..security.broker_security import BrokerSecurity
 from ..topic_names import is_internal
 from .controller import Controller, ControllerError
-from .metadata import ClusterMetadata, NodeInfo, PartitionState, TopicInfo
+from .metadata import METADATA_FILE, ClusterMetadata, NodeInfo, PartitionState, TopicInfo
 from .producer_id_blocks import PRODUCER_ID_BLOCK_FILE, ProducerIdBlocks
 from .replication import Replication
 
@@ -42,6 +44,8 @@ class Cluster:
         self.replication: Replication | None = None
         self.started = False
         self._rebalancer: asyncio.Task | None = None
+        # ACLs, SCRAM users and TLS contexts: one for the whole cluster, as Kafka keeps them in its metadata
+        self.security = BrokerSecurity(config.security, config.data_dir)
 
     def add_node(self, node) -> None:
         if node.node_id in self.nodes:
@@ -60,9 +64,13 @@ class Cluster:
         if self.started:
             return
         infos = {node_id: NodeInfo(node_id, node.rack) for node_id, node in self.nodes.items()}
+        self.security.open()
         if self.multi_node:  # one cluster id for every node: the saved one, or a new one on first start
             os.makedirs(self.data_dir, exist_ok=True)
+            first_start = not os.path.exists(os.path.join(self.data_dir, METADATA_FILE))
             metadata = ClusterMetadata.load(self.data_dir, infos, uuid_to_string(uuid.uuid4()))
+            if first_start:  # keep the new cluster id before the nodes' meta.properties take it
+                metadata.save(self.data_dir)
             for node in self.nodes.values():
                 node.logs.cluster_id = metadata.cluster_id
         for node in self.nodes.values():

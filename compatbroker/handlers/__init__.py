@@ -23,6 +23,7 @@ range the schemas do not carry or one that includes a version Kafka marks unstab
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import importlib
 import inspect
@@ -31,6 +32,9 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING
 
 from ..protocol import API_KEYS
+from ..security.acls.types import AclOperation, ResourceType
+from ..security.operations import operations_field, supported_operations
+from ..security.session import Session
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -44,7 +48,10 @@ HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch
                    "offset_for_leader_epoch", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn",
                    "write_txn_markers", "txn_offset_commit", "describe_transactions", "list_transactions",
                    "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
-                   "describe_topic_partitions", "describe_quorum", "alter_replica_log_dirs"]
+                   "describe_topic_partitions", "describe_quorum", "alter_replica_log_dirs",
+                   "sasl_handshake", "sasl_authenticate",
+                   "create_acls", "describe_acls", "delete_acls",
+                   "describe_user_scram_credentials", "alter_user_scram_credentials"]
 """Modules of this package that serve requests."""
 
 
@@ -53,15 +60,26 @@ class CloseConnection(Exception):
     response to carry its error). The server logs the message as one WARNING line and closes the connection."""
 
 
+class CloseAfterResponse(Exception):
+    """Raised by a handler whose response must reach the client before the connection closes (a failed SASL
+    authentication, an unsupported mechanism): the server sends `response`, logs `reason` as one line, closes."""
+
+    def __init__(self, response, reason: str):
+        super().__init__(reason)
+        self.response = response
+
+
 class RequestContext:
-    """What a handler knows about the request besides its body."""
+    """What a handler knows about the request besides its body, and the authorization checks it makes (Kafka's
+    AuthHelper): with no authorizer configured they allow everything for the cost of one attribute check."""
 
     __slots__ = ("broker", "header", "api_version", "client_id", "peer", "listener_host", "listener_port",
-                 "handlers", "client_gone")
+                 "handlers", "client_gone", "session", "authenticator")
 
     def __init__(self, broker: Broker, header: RequestHeader, *, peer: str = "", listener_host: str = "",
                  listener_port: int = 0, handlers: Mapping[int, ModuleType] | None = None,
-                 client_gone: asyncio.Future | None = None):
+                 client_gone: asyncio.Future | None = None, session: Session | None = None,
+                 authenticator=None):
         self.broker = broker
         self.header = header
         self.api_version: int = header.request_api_version
@@ -71,6 +89,49 @@ class RequestContext:
         self.listener_port = listener_port    # endpoint of this listener (broker.advertised_endpoint)
         self.handlers = handlers              # the registry serving this request; None: the default one
         self.client_gone = client_gone        # resolved when the client closes its end: stop waiting for it
+        self.session = session if session is not None else Session()  # who sent it (anonymous on PLAINTEXT)
+        self.authenticator = authenticator    # the connection's SASL state (security.authenticator); None: no SASL
+
+    # --- authorization ----------------------------------------------------------------------------------------------
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str, *,
+                  log_if_allowed: bool = True, log_if_denied: bool = True) -> bool:
+        """May this request's principal do `operation` on the resource (a LITERAL name)?"""
+        authorizer = self.broker.security.authorizer
+        if authorizer is None:
+            return True
+        return authorizer.authorize(self.session, operation, resource_type, name, log_if_allowed=log_if_allowed,
+                                    log_if_denied=log_if_denied, request=self._api_name())
+
+    def authorize_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Kafka's authorizeByResourceType: may the principal do `operation` on some resource of the type (an
+        ALLOW that no DENY cancels)? Used where any topic would do (idempotent produce without IDEMPOTENT_WRITE)."""
+        authorizer = self.broker.security.authorizer
+        return authorizer is None or authorizer.authorize_by_resource_type(self.session, operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The 32-bit field of operations allowed on the resource (bit n: AclOperation n), as the
+        `*_authorized_operations` fields carry it; every supported operation when no authorizer is configured."""
+        authorizer = self.broker.security.authorizer
+        if authorizer is None:
+            return operations_field(supported_operations(resource_type))
+        return authorizer.authorized_operations(self.session, resource_type, name)
+
+    def filter_authorized(self, operation: AclOperation, resource_type: ResourceType, names, *,
+                          log_if_allowed: bool = True, log_if_denied: bool = True) -> set[str]:
+        """The names among `names` the principal may do `operation` on (each checked once; the log line counts
+        how often the request names it, as Kafka's resourceRefCount)."""
+        authorizer = self.broker.security.authorizer
+        if authorizer is None:
+            return set(names)
+        request = self._api_name()
+        return {name for name, count in collections.Counter(names).items()
+                if authorizer.authorize(self.session, operation, resource_type, name, log_if_allowed=log_if_allowed,
+                                        log_if_denied=log_if_denied, request=request, ref_count=count)}
+
+    def _api_name(self) -> str:
+        pair = API_KEYS.get(self.header.request_api_key)
+        return pair[0].NAME.removesuffix("Request") if pair is not None else str(self.header.request_api_key)
 
     def __repr__(self):
         return (f"RequestContext(api_key={self.header.request_api_key}, api_version={self.api_version}, "

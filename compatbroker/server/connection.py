@@ -32,10 +32,24 @@ not active this costs one attribute check per request.
 Responses are written as `encode_response_chunks` gives them: bytes with `sock_sendall`, file regions (record
 bytes in segment files) with `os.sendfile` straight from the file to the socket, so record bytes never pass
 through Python. When a response holds file regions, TCP_CORK holds back partial packets until it is complete.
+
+Security (the listener's `ListenerSecurity`, compatbroker.security): each connection has a `Session` (principal,
+client host, listener, protocol) handed to every request's context. On SSL and SASL_SSL listeners the socket is read
+and written through a `TlsChannel` (OpenSSL on the non-blocking socket; record bytes are read from the page cache
+into one reused buffer and encrypted, as Python 3.11 has no kernel TLS), whose handshake runs before the first
+request, under the idle limit; on SSL the principal is the client certificate's subject mapped by
+`ssl.principal.mapping.rules`. On SASL listeners the connection's `SaslAuthenticator` is the gate at dispatch:
+before authentication only the requests of the exchange pass (each handled before the next frame is read, since it
+decides what the next frame is: after SaslHandshake v0 a raw token), frames are limited by
+`sasl.server.max.receive.size`, and an expired session (KIP-368) closes on its next request. A handler raising
+`CloseAfterResponse` (a failed authentication) has its response sent, then the connection closes. Plaintext bytes
+reaching a TLS listener, and a TLS ClientHello reaching a PLAINTEXT one, close the connection with one INFO line
+saying so. The PLAINTEXT path pays one attribute check per request for all this.
 """
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import mmap
 import os
@@ -43,10 +57,14 @@ import socket
 import struct
 
 from ..config import format_host_port
-from ..handlers import CloseConnection, RequestContext
+from ..handlers import CloseAfterResponse, CloseConnection, RequestContext
 from ..handlers.api_versions import unsupported_version_response
 from ..protocol import (API_KEYS, DecodeError, FileRegion, UnsupportedVersionError, decode_request,
                         encode_response_chunks)
+from ..security.authenticator import AuthenticationFailed, SaslAuthenticator
+from ..security.principal_mapping import mapper_for, principal_from_certificate
+from ..security.session import Session, host_address
+from ..security.tls_channel import NotTls, TlsChannel, TlsHandshakeFailed
 from .hooks import NO_HOOKS, Fault, RequestHooks
 from .memory_pool import MemoryPool, RecycledBuffers
 
@@ -77,6 +95,14 @@ CLOSE = _Close()
 _END = object()  # the reader has stopped: write what came before, then close
 
 
+class _SendThenClose:
+    """A handler result: write these response chunks, then close the connection (`CloseAfterResponse`)."""
+    __slots__ = ("chunks",)
+
+    def __init__(self, chunks: list):
+        self.chunks = chunks
+
+
 class FrameTooLarge(Exception):
     pass
 
@@ -84,7 +110,8 @@ class FrameTooLarge(Exception):
 class Connection:
     def __init__(self, sock: socket.socket, broker, handlers, *, listener_host: str, listener_port: int,
                  hooks: RequestHooks = NO_HOOKS, pool: MemoryPool | None = None,
-                 recycled: RecycledBuffers | None = None):
+                 recycled: RecycledBuffers | None = None, security=None):
+        """`security`: the listener's ListenerSecurity (compatbroker.security.settings); None is PLAINTEXT."""
         self._loop = asyncio.get_running_loop()
         self._hooks = hooks
         self._sock = sock
@@ -96,6 +123,16 @@ class Connection:
         self._max_frame = config.socket_request_max_bytes
         self._idle_s = config.connections_max_idle_ms / 1000 if config.connections_max_idle_ms >= 0 else None
         self.peer = _peer_name(sock)
+        # Plain sockets are read with sock_recv_into and written with sock_sendall / os.sendfile; TLS goes through
+        # a TlsChannel. Either way the rest of the connection calls these two.
+        self._recv_into = functools.partial(self._loop.sock_recv_into, sock)
+        self._send = self._send_plain
+        self._tls = None
+        self._authenticator = None
+        self._listener = security
+        self.session = Session(client_host=_peer_host(sock))
+        if security is not None:
+            self._secure(security)
         self._entries: asyncio.Queue = asyncio.Queue()
         self._client_gone = self._loop.create_future()  # resolved at the end of the client's stream
         self._slots = asyncio.Semaphore(config.queued_max_requests)
@@ -134,6 +171,8 @@ class Connection:
             try:
                 await asyncio.gather(self._reader, *self._handler_tasks, return_exceptions=True)
             finally:
+                if self._tls is not None:
+                    self._tls.close_notify()
                 self._sock.close()
 
     def stop_reading(self) -> None:
@@ -153,10 +192,88 @@ class Connection:
         remaining = self._idle_s if self._outstanding else self._idle_s - idle_for
         self._idle_timer = self._loop.call_later(remaining, self._check_idle)
 
+    # --- security: TLS and SASL -----------------------------------------------------------------------------------
+
+    def _secure(self, listener) -> None:
+        """Set the connection up for its listener's security protocol (see the module docstring)."""
+        security = self._broker.security
+        self.session.listener_name = listener.listener_name
+        self.session.security_protocol = listener.security_protocol
+        if listener.uses_tls:
+            self._tls = TlsChannel(self._sock, security.ssl_context(listener.listener_name))
+            self._recv_into = self._tls.recv_into
+            self._send = self._tls.send
+        if listener.uses_sasl:
+            name = listener.listener_name
+            self._authenticator = SaslAuthenticator(
+                listener, self.session, lambda mechanism: security.sasl_server(name, mechanism, now_ms=None))
+
+    async def _tls_handshake(self) -> bool:
+        """The TLS handshake before the first request, and on an SSL listener the principal of the client's
+        certificate; False (after one log line) when the connection must close."""
+        listener = self._listener
+        try:
+            await self._tls.handshake()
+        except NotTls:
+            log.info("closing connection from %s: it sent plaintext, not a TLS handshake, to listener %s (%s); is "
+                     "the client configured for security.protocol=%s?", self.peer, listener.listener_name,
+                     listener.security_protocol, listener.security_protocol)
+            return False
+        except TlsHandshakeFailed as exc:
+            log.info("Failed authentication with %s (SSL handshake failed: %s)", self.peer, exc)
+            await self._delay_after_failed_authentication()
+            return False
+        except OSError as exc:
+            log.debug("connection from %s ended during the TLS handshake: %s", self.peer, exc)
+            return False
+        if listener.security_protocol == "SSL":
+            try:
+                self.session.principal = principal_from_certificate(
+                    self._tls.peer_certificate(), mapper_for(listener.ssl.principal_mapping_rules))
+            except ValueError as exc:
+                log.info("Failed authentication with %s (%s)", self.peer, exc)
+                return False
+        return True
+
+    async def _delay_after_failed_authentication(self) -> None:
+        """Kafka's connection.failed.authentication.delay.ms: a refused client gets its answer (and the close) only
+        after a while, so that a client retrying a wrong password at once cannot make the broker spin."""
+        delay_ms = self._broker.security.settings.connection_failed_authentication_delay_ms
+        if delay_ms > 0:
+            await asyncio.sleep(delay_ms / 1000)
+
+    def _raw_token(self, frame):
+        """A raw SASL token (after SaslHandshake v0): the queue entry of its size-prefixed answer, or CLOSE."""
+        try:
+            challenge = self._authenticator.raw_token(bytes(frame))
+        except AuthenticationFailed as exc:
+            log.info("Failed authentication with %s (%s)", self.peer, exc)
+            return CLOSE
+        done = self._loop.create_future()
+        done.set_result([_SIZE.pack(len(challenge)) + challenge])
+        return done
+
+    def _log_frame_too_large(self, size: int) -> None:
+        if self._tls is None and _looks_like_tls(self._view[self._start:self._end]):
+            protocol = self.session.security_protocol
+            log.info("closing connection from %s: it sent a TLS handshake to a %s listener (%s); is the client "
+                     "configured for security.protocol=%s?", self.peer, protocol, self.session.listener_name,
+                     protocol)
+        elif self._authenticator is not None and not self._authenticator.complete:
+            log.info("Failed authentication with %s (Failing SASL authentication due to invalid receive size: %d "
+                     "bytes, sasl.server.max.receive.size=%d)", self.peer, size,
+                     self._authenticator.max_receive_size)
+        else:
+            log.warning("closing connection from %s: request of %d bytes is over socket.request.max.bytes=%d",
+                        self.peer, size, self._max_frame)
+
     # --- reading --------------------------------------------------------------------------------------------------
 
     async def _read_requests(self) -> None:
         try:
+            if self._tls is not None and not await self._tls_handshake():
+                return
+            authenticator = self._authenticator
             while True:
                 await self._slots.acquire()
                 frame = await self._read_frame()
@@ -164,20 +281,28 @@ class Connection:
                     _resolve(self._client_gone)
                     return
                 self.last_active = self._loop.time()
-                entry = self._dispatch(frame)
+                if authenticator is not None and authenticator.raw_tokens:
+                    entry = self._raw_token(frame)
+                else:
+                    entry = self._dispatch(frame)
                 self._outstanding += 1
                 self._entries.put_nowait(entry)
                 self._release_after(entry, frame)
                 if entry is CLOSE:
                     return
-                if isinstance(frame, memoryview) and not self._spares:
+                if authenticator is not None and not authenticator.complete and isinstance(entry, asyncio.Task):
+                    # While authenticating, each request changes what the next frame may be (Kafka reads nothing
+                    # more until the exchange has moved on): let its handler finish before reading on.
+                    await asyncio.wait((entry,))
+                    if authenticator.failed:  # its answer goes out, then the connection closes
+                        return
+                elif isinstance(frame, memoryview) and not self._spares:
                     # Let the handlers started run (a Produce appends in its first step and gives its buffer
                     # back) before reading on: with the socket full of pipelined requests the reader would
                     # otherwise never wait, and read each large frame into fresh memory.
                     await asyncio.sleep(0)
         except FrameTooLarge as exc:
-            log.warning("closing connection from %s: request of %s bytes is over socket.request.max.bytes=%d",
-                        self.peer, exc, self._max_frame)
+            self._log_frame_too_large(exc.args[0])
         except OSError as exc:
             log.debug("connection from %s: %s", self.peer, exc)
         finally:
@@ -191,7 +316,10 @@ class Connection:
         if not await self._fill(4):
             return None
         (size,) = _SIZE.unpack_from(self._buffer, self._start)
-        if size < 0 or size > self._max_frame:
+        limit = self._max_frame
+        if self._authenticator is not None and not self._authenticator.complete:
+            limit = self._authenticator.max_receive_size  # sasl.server.max.receive.size while authenticating
+        if size < 0 or size > limit:
             raise FrameTooLarge(size)
         self._start += 4
         if self._pool is not None:
@@ -225,7 +353,7 @@ class Connection:
         view[:received] = self._view[self._start:self._end]
         self._start = self._end = 0
         while received < size:
-            count = await self._loop.sock_recv_into(self._sock, view[received:])
+            count = await self._recv_into(view[received:])
             if count == 0:
                 raise ConnectionError("the client closed the connection in the middle of a request")
             received += count
@@ -278,7 +406,7 @@ class Connection:
             self._view[:unread] = self._view[self._start:self._end]
             self._start, self._end = 0, unread
         while self._end - self._start < count:
-            received = await self._loop.sock_recv_into(self._sock, self._view[self._end:])
+            received = await self._recv_into(self._view[self._end:])
             if received == 0:
                 if self._end > self._start:
                     log.debug("connection from %s closed in the middle of a request", self.peer)
@@ -301,9 +429,15 @@ class Connection:
         module = self._handlers.get(header.request_api_key)
         if module is None or not module.MIN_VERSION <= header.request_api_version <= module.MAX_VERSION:
             return self._unsupported(header, frame)
+        if self._authenticator is not None:
+            refusal = self._authenticator.admit(header.request_api_key, _api_name(header.request_api_key))
+            if refusal is not None:
+                log.info("closing connection from %s: %s", self.peer, refusal)
+                return CLOSE
         ctx = RequestContext(self._broker, header, peer=self.peer, listener_host=self._listener_host,
                              listener_port=self._listener_port, handlers=self._handlers,
-                             client_gone=self._client_gone)
+                             client_gone=self._client_gone, session=self.session,
+                             authenticator=self._authenticator)
         if self._hooks.active:
             fault = self._hooks.on_request(header, body, self.peer, node_id=self._broker.node_id,
                                           topic_by_id=self._broker.topic_by_id)
@@ -336,6 +470,11 @@ class Connection:
         except CloseConnection as exc:  # Kafka's answer to this request: expected, so no traceback
             log.warning("closing connection from %s: %s", self.peer, exc)
             return CLOSE
+        except CloseAfterResponse as exc:  # a failed SASL exchange: the client learns why, then the close
+            log.info("Failed authentication with %s (%s)", self.peer, exc)
+            await self._delay_after_failed_authentication()
+            return _SendThenClose(encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id,
+                                                         exc.response))
         except Exception:  # noqa: BLE001 - a bug: one bad request must not take the broker down
             log.exception("closing connection from %s: %s version %d from client %r failed", self.peer,
                           _api_name(module.API_KEY), ctx.api_version, ctx.client_id)
@@ -380,12 +519,15 @@ class Connection:
                 self._slots.release()
             if chunks is CLOSE:
                 return
+            if isinstance(chunks, _SendThenClose):
+                await self._send(chunks.chunks)
+                return
             if chunks is not None:
                 await self._send(chunks)
             self._outstanding -= 1
             self.last_active = self._loop.time()
 
-    async def _send(self, chunks: list) -> None:
+    async def _send_plain(self, chunks: list) -> None:
         cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)
         if cork:
             self._sock.setsockopt(socket.IPPROTO_TCP, _CORK, 1)
@@ -425,6 +567,19 @@ class Connection:
 def _resolve(future: asyncio.Future) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _looks_like_tls(head) -> bool:
+    """Whether a stream starts with a TLS handshake record (0x16, then major version 3)."""
+    return len(head) >= 2 and head[0] == 0x16 and head[1] == 0x03
+
+
+def _peer_host(sock: socket.socket) -> str:
+    """The client's IP address, which ACLs' hosts match, written as Kafka writes it (session.host_address)."""
+    try:
+        return host_address(sock.getpeername()[0])
+    except OSError:
+        return ""
 
 
 def _peer_name(sock: socket.socket) -> str:

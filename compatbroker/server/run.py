@@ -141,6 +141,10 @@ class ClusterRuntime:
         check_data_dir(config.data_dir)
         open_files = raise_open_files_limit()
         cluster = self._build_cluster()
+        try:
+            cluster.security.open()
+        except (OSError, ValueError) as exc:  # a key, certificate, trust store, JWKS file or stored ACLs unusable
+            raise StartupError(f"cannot set up security: {exc}") from None
         servers = {node_id: Server(node, self.handlers, self.hooks) for node_id, node in cluster.nodes.items()}
         try:
             for server in servers.values():
@@ -220,26 +224,37 @@ class ClusterRuntime:
         self._server_of(node_id)
         return self.cluster.nodes[node_id]
 
-    def address_of(self, node_id: int) -> str:
-        """`host:port` of a node's first listener, where a client on this machine reaches it."""
-        bound = self._server_of(node_id).listeners[0]
+    def address_of(self, node_id: int, listener_name: str | None = None) -> str:
+        """`host:port` of a node's listener (default: its first), where a client on this machine reaches it."""
+        listeners = self._server_of(node_id).listeners
+        bound = listeners[0] if listener_name is None else \
+            next((bound for bound in listeners if bound.endpoint.name == listener_name.upper()), None)
+        if bound is None:
+            raise ValueError(f"node {node_id} has no listener named {listener_name}")
         host = bound.endpoint.host
         if bound.endpoint.is_wildcard or host == "localhost":
             host = "127.0.0.1"
         return format_host_port(host, bound.port)
 
+    def bootstrap_servers_for(self, listener_name: str | None = None) -> str:
+        """`host:port` of every node's listener of that name (default: the first), comma-separated."""
+        return ",".join(self.address_of(node_id, listener_name) for node_id in self.servers)
+
     @property
     def bootstrap_servers(self) -> str:
         """`host:port` of every node's first listener, comma-separated: the addresses clients bootstrap from."""
-        return ",".join(self.address_of(node_id) for node_id in self.servers)
+        return self.bootstrap_servers_for()
 
     def listening_lines(self) -> list[str]:
-        """What `serve` prints: the first node's line as a single broker prints it, then one per other node."""
+        """What `serve` prints: the first node's line as a single broker prints it, then one per other node; a
+        node with several listeners then names each further one with its security protocol."""
         lines = []
         for index, (node_id, server) in enumerate(self.servers.items()):
-            where = server.listeners[0].display()
-            lines.append(f"compatbroker listening on {where}" if index == 0
-                         else f"compatbroker node {node_id} listening on {where}")
+            node = "compatbroker" if index == 0 else f"compatbroker node {node_id}"
+            lines.append(f"{node} listening on {server.listeners[0].display()}")
+            for bound in server.listeners[1:]:
+                protocol = self.config.security_protocol(bound.endpoint)
+                lines.append(f"{node} listener {bound.endpoint.name} ({protocol}) on {bound.display()}")
         return lines
 
     # --- nodes down and up (tests of clients) ---------------------------------------------------------------------

@@ -11,6 +11,9 @@ the same ports. The server's request hooks (`hooks.RequestHooks`: the toolkit's 
 shared by all its connections, and so is its pool of request memory (`queued.max.request.bytes`, see
 `memory_pool`).
 
+Each connection is set up for the security protocol of the listener it arrived on (`broker.security.listener`:
+TLS, SASL; see `connection`).
+
 Accepting applies the connection limits (`max.connections`, `max.connections.per.ip`, see `connection_quotas`).
 When the process runs out of file descriptors, the listener pauses and retries every second while the existing
 connections go on being served; that is logged once when it starts and once when every waiting connection has
@@ -212,7 +215,8 @@ class Server:
             # A wildcard listener advertises the address the client reached, which the client can route to.
             host = sock.getsockname()[0] if bound.endpoint.is_wildcard else bound.endpoint.host
             connection = Connection(sock, self.broker, self.handlers, listener_host=host, listener_port=bound.port,
-                                    hooks=self.hooks, pool=self.pool, recycled=self.recycled)
+                                    hooks=self.hooks, pool=self.pool, recycled=self.recycled,
+                                    security=self.broker.security.listener(bound.endpoint.name))
         except OSError as exc:
             log.debug("dropping a new connection on %s: %s", bound.display(), exc)
             sock.close()

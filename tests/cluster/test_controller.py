@@ -154,3 +154,11 @@ def test_a_leader_rebalance_moves_leadership_back_to_preferred_replicas(tmp_path
     cluster.controller.shrink_isr("t", 1, 2)
     assert cluster.controller.rebalance_leaders() == 1
     assert [cluster.leader_of("t", partition) for partition in (0, 1)] == [0, 1]
+
+
+def test_a_cluster_restarted_before_any_change_keeps_its_id(tmp_path):
+    cluster = make_cluster(tmp_path)  # no topic, no election: nothing has changed the metadata yet
+    for node in cluster.nodes.values():
+        node.logs.shutdown()
+    again = make_cluster(tmp_path)  # failed with "meta.properties belongs to cluster X" when the id was not kept
+    assert again.metadata.cluster_id == cluster.metadata.cluster_id

@@ -421,7 +421,7 @@ async def test_connection_waiting_for_a_response_is_not_idle(tmp_path):
         return MetadataResponse()
 
     async with running_server(tmp_path, _registry(_metadata_handler(slow)),
-                              connections_max_idle_ms=100) as (_, port):
+                              connections_max_idle_ms=150) as (_, port):
         busy = await RawClient.connect(port)
         await busy.send(MetadataRequest(topics=[]), version=1, correlation_id=1)
         await started.wait()

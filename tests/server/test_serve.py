@@ -263,3 +263,14 @@ def test_serve_reports_a_data_dir_of_another_node(serve, tmp_path):
     stderr = second.stderr()
     assert stderr.startswith(f"compatbroker: cannot load the data directory {data_dir}: ") and "node 2" in stderr
     assert stderr.count("\n") == 1
+
+
+def test_serve_names_each_further_listener_with_its_protocol(serve, tmp_path):
+    broker = serve("--listen", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "--data-dir",
+                   str(tmp_path / "data"), "--set", "sasl.enabled.mechanisms=SCRAM-SHA-512")
+    host, port = broker.listening()
+    second = re.fullmatch(r"compatbroker listener SASL_PLAINTEXT \(SASL_PLAINTEXT\) on 127\.0\.0\.1:(\d+)\n",
+                          broker.process.stdout.readline())  # printed with the first, already buffered
+    assert second and int(second.group(1)) not in (0, port)
+    assert sorted(api_versions_round_trip(host, port)) == sorted(build_registry(HANDLER_MODULES))
+    assert broker.stop() == 0
