@@ -10,6 +10,9 @@ INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, INVALID_T
 an empty transactional id is INVALID_REQUEST, and COORDINATOR_LOAD_IN_PROGRESS is answered while
 `__transaction_state` is loading. PRODUCER_FENCED is answered from v2; before, INVALID_PRODUCER_EPOCH, the code
 those clients understand. Version 4 only tells the broker that the client knows TRANSACTION_ABORTABLE.
+
+Authorization comes first: WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ
+on the group (else GROUP_AUTHORIZATION_FAILED); a refused request adds nothing.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AddOffsetsToTxnResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -30,6 +34,10 @@ FIRST_VERSION_WITH_PRODUCER_FENCED = 2
 
 
 async def handle(ctx: RequestContext, request) -> AddOffsetsToTxnResponse:
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     code = ErrorCode(await transactions_of(ctx.broker).add_offsets(request.transactional_id, request.producer_id,
                                                                    request.producer_epoch, request.group_id))
     if code == ErrorCode.PRODUCER_FENCED and ctx.api_version < FIRST_VERSION_WITH_PRODUCER_FENCED:

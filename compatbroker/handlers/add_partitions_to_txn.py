@@ -3,14 +3,17 @@ transaction coordinator knows where to write its commit or abort markers.
 
 Versions 0-3 carry one transaction (what clients send); versions 4+ carry a batch of `transactions`, each with
 `verify_only`, which is what a partition leader sends to the coordinator (KIP-890 part 1). Kafka reserves v4+ for
-brokers through its CLUSTER_ACTION authorization; without an authorizer (as here) a v4+ request from anyone is
-served the same way.
+brokers: with an authorizer the whole request needs CLUSTER_ACTION on the cluster, else it answers only the
+top-level error CLUSTER_AUTHORIZATION_FAILED; without one a v4+ request from anyone is served.
 
 Behaviour, per transaction, as Kafka's:
-- Every asked partition must exist. If one does not, it answers UNKNOWN_TOPIC_OR_PARTITION and every other one
-  OPERATION_NOT_ATTEMPTED, and nothing is added. Before v4 an internal topic (`__consumer_offsets`,
-  `__transaction_state`) answers TOPIC_AUTHORIZATION_FAILED, since Kafka leaves internal topics out of a client's
-  authorized set (a client adds `__consumer_offsets` through AddOffsetsToTxn).
+- Before v4 (clients) the transactional id needs WRITE, else every partition answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; and each topic needs WRITE, else its partitions answer
+  TOPIC_AUTHORIZATION_FAILED. An internal topic (`__consumer_offsets`, `__transaction_state`) always answers
+  TOPIC_AUTHORIZATION_FAILED before v4, since Kafka leaves internal topics out of a client's authorized set (a
+  client adds `__consumer_offsets` through AddOffsetsToTxn).
+- Every asked partition must exist and be authorized. If one is not, it answers UNKNOWN_TOPIC_OR_PARTITION (or its
+  authorization error) and every other one OPERATION_NOT_ATTEMPTED, and nothing is added.
 - Otherwise the coordinator adds the partitions (`TransactionCoordinator.add_partitions`, one code for all of them:
   NONE, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE,
   NOT_COORDINATOR, ...), or with `verify_only` only checks that each already is in the transaction
@@ -34,6 +37,7 @@ from .. import topic_names
 from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AddPartitionsToTxnResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -55,6 +59,9 @@ async def handle(ctx: RequestContext, request) -> AddPartitionsToTxnResponse:
         topics = await _transaction(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                                     request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)
         return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=topics)
+    if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                          results_by_transaction=[])
     answers = await asyncio.gather(*(
         _transaction(ctx, entry.transactional_id, entry.producer_id, entry.producer_epoch, entry.topics,
                      entry.verify_only) for entry in request.transactions))
@@ -67,6 +74,9 @@ async def _transaction(ctx: RequestContext, transactional_id: str, producer_id: 
                        verify_only: bool) -> list:
     """The topic results of one transaction of the request."""
     partitions = _asked_partitions(topics)
+    if ctx.api_version < FIRST_BATCHED_VERSION and not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                                     transactional_id):
+        return _results(dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     problems = _partition_problems(ctx, partitions)
     if problems:
         return _results({tp: problems.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions})
@@ -83,13 +93,21 @@ def _asked_partitions(topics) -> list[tuple[str, int]]:
 
 
 def _partition_problems(ctx: RequestContext, partitions) -> dict[tuple[str, int], ErrorCode]:
+    from_client = ctx.api_version < FIRST_BATCHED_VERSION  # a broker's request (v4+) was authorized as a whole
+    writable = _writable_topics(ctx, partitions) if from_client else None
     problems = {}
     for topic, index in partitions:
-        if ctx.api_version < FIRST_BATCHED_VERSION and topic_names.is_internal(topic):
+        if from_client and topic not in writable:
             problems[topic, index] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif not ctx.broker.has_partition(topic, index):
             problems[topic, index] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return problems
+
+
+def _writable_topics(ctx: RequestContext, partitions) -> set[str]:
+    """The topics a client may add: never an internal one, else those it may WRITE."""
+    candidates = {topic for topic, _ in partitions if not topic_names.is_internal(topic)}
+    return ctx.filter_authorized(AclOperation.WRITE, ResourceType.TOPIC, candidates)
 
 
 async def _coordinator_codes(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,

@@ -16,6 +16,11 @@ Behaviour, as Kafka's (a broker that forwards to its controller, whose checks co
   dynamically"), as do a listener or security config set cluster-wide or without a listener prefix, and a value
   of the wrong type (Kafka reports broker-side validation failures as INVALID_REQUEST).
 - BROKER_LOGGER (8) and any other type: INVALID_REQUEST (loggers only change through IncrementalAlterConfigs).
+- Authorization, where Kafka's controller checks it (after the checks above that a Kafka broker makes before
+  forwarding: duplicates, null values, a BROKER resource's name and keys): ALTER_CONFIGS on the topic for TOPIC
+  (else TOPIC_AUTHORIZATION_FAILED, whether or not the topic exists), on the cluster for BROKER (else
+  CLUSTER_AUTHORIZATION_FAILED), on the group for GROUP (else GROUP_AUTHORIZATION_FAILED); a denied resource is
+  not changed.
 - `validate_only` runs every check and changes nothing.
 
 Deviations: a broker config change that Kafka would accept is refused with POLICY_VIOLATION (unless
@@ -25,15 +30,16 @@ CLIENT_METRICS and GROUP resources of Kafka 4 answer INVALID_REQUEST.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from .. import topic_names
 from ..config_catalog import BROKER_CONFIGS, parse_value
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AlterConfigsResponse
+from ..security.acls.types import AclOperation
 from ..storage.log_config import ConfigError
-from .describe_configs import BROKER, TOPIC, ResourceError, check_node_id
+from .describe_configs import BROKER, GROUP, TOPIC, ResourceError, authorize_config_resource, check_node_id
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +58,23 @@ Response = AlterConfigsResponse.AlterConfigsResourceResponse
 
 async def handle(ctx: RequestContext, request) -> AlterConfigsResponse:
     return AlterConfigsResponse(throttle_time_ms=0, responses=alter_each(
-        request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only), Response))
+        request.resources, lambda resource: _alter(ctx, resource, request.validate_only), Response))
 
 
-def _alter(broker, resource, validate_only: bool) -> None:
+def _alter(ctx: RequestContext, resource, validate_only: bool) -> None:
+    broker = ctx.broker
     check_keys(resource.configs, null_allowed=False)
     overrides = {config.name: config.value for config in resource.configs}
+
+    def authorize():
+        authorize_config_resource(ctx, AclOperation.ALTER_CONFIGS, resource)
+
+    if resource.resource_type in (TOPIC, GROUP):
+        authorize()
     if resource.resource_type == TOPIC:
         change_topic(broker, resource.resource_name, overrides, validate_only)
     elif resource.resource_type == BROKER:
-        change_broker(broker, resource.resource_name, overrides, validate_only)
+        change_broker(broker, resource.resource_name, overrides, validate_only, authorize=authorize)
     else:
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered here")
 
@@ -124,9 +137,11 @@ def change_topic(broker, topic: str, overrides: Mapping[str, str], validate_only
             raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from exc
 
 
-def change_broker(broker, name: str, properties: Mapping[str, str], validate_only: bool) -> None:
-    """Kafka's checks of a dynamic broker config change; one that passes is refused (see the module's
-    deviations) unless it only validates or changes nothing."""
+def change_broker(broker, name: str, properties: Mapping[str, str], validate_only: bool, *,
+                  authorize: Callable[[], None]) -> None:
+    """Kafka's checks of a dynamic broker config change, then `authorize()` (which raises ResourceError when the
+    principal may not: Kafka's broker checks before forwarding, its controller authorizes after); a change that
+    passes is refused (see the module's deviations) unless it only validates or changes nothing."""
     if name:
         check_node_id(broker, name)
     _refuse(sorted(key for key in properties if key in BROKER_CONFIGS and not BROKER_CONFIGS[key].dynamic),
@@ -143,6 +158,7 @@ def change_broker(broker, name: str, properties: Mapping[str, str], validate_onl
     if not name:
         _refuse(sorted(key for key in properties if key in _PER_BROKER_ONLY or key.startswith(_LISTENER_PREFIX)),
                 "these configs belong to one broker, name its id to change")
+    authorize()
     if properties and not validate_only:
         raise ResourceError(ErrorCode.POLICY_VIOLATION,
                             "compatbroker reads broker configs at start-up only: set "

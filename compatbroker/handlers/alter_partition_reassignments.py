@@ -2,6 +2,8 @@
 (KIP-455), decided by the controller.
 
 Behaviour, as Kafka's KRaft controller answers (any node takes the request; a broker forwards it):
+- Authorization first, as Kafka's controller: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED (with a
+  message) at the top and on every partition asked for, and nothing moves.
 - Per partition, in request order: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition the cluster does not have;
   `replicas` null cancels the reassignment in progress (NO_REASSIGNMENT_IN_PROGRESS when there is none); a replica
   list starts one: `Controller.reassign` refuses an empty list, a repeated or unknown node with
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..cluster.controller import ControllerError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AlterPartitionReassignmentsResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -33,6 +36,8 @@ PartitionResult = AlterPartitionReassignmentsResponse.ReassignablePartitionRespo
 
 
 async def handle(ctx: RequestContext, request) -> AlterPartitionReassignmentsResponse:
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        return _denied(request)
     allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
     responses = [TopicResult(name=topic.name,
                              partitions=[_alter(ctx.broker, topic.name, wanted, allow_rf_change)
@@ -58,6 +63,16 @@ def _alter(broker, topic: str, wanted, allow_rf_change: bool):
     except ControllerError as exc:
         return _result(index, exc.code, exc.message)
     return _result(index, ErrorCode.NONE, None)
+
+
+def _denied(request) -> AlterPartitionReassignmentsResponse:
+    """Kafka's error answer: the error on every partition asked for and at the top."""
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return AlterPartitionReassignmentsResponse(
+        throttle_time_ms=0, error_code=code, error_message=code.message,
+        responses=[TopicResult(name=topic.name, partitions=[_result(p.partition_index, code, code.message)
+                                                            for p in topic.partitions])
+                   for topic in request.topics])
 
 
 def _result(partition: int, code: int, message: str | None):

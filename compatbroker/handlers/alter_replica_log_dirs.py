@@ -4,6 +4,10 @@ directories (JBOD, several `log.dirs`).
 The request goes to the broker holding the replicas (the admin client sends one per broker), so a node answers for
 its own replicas only, whether it leads them or follows.
 
+Authorization first, as Kafka's: ALTER on the cluster, else every partition asked for answers
+CLUSTER_AUTHORIZATION_FAILED (one topic result per directory and topic, as Kafka's error answer lists them) and
+nothing moves.
+
 Behaviour, as a Kafka broker answers, per partition (a partition named under several directories: the last wins),
 results grouped by topic in request order:
 - INVALID_TOPIC_EXCEPTION when the topic name is too long for the `-future` directory name of a move (over 255
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AlterReplicaLogDirsResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -41,6 +46,8 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request) -> AlterReplicaLogDirsResponse:
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        return _denied(request)
     targets: dict[tuple[str, int], str] = {}
     for target in request.dirs:
         for topic in target.topics:
@@ -52,6 +59,14 @@ async def handle(ctx: RequestContext, request) -> AlterReplicaLogDirsResponse:
         by_topic.setdefault(topic, []).append(PartitionResult(partition_index=partition, error_code=code))
     return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[TopicResult(topic_name=topic, partitions=results)
                                                                     for topic, results in by_topic.items()])
+
+
+def _denied(request) -> AlterReplicaLogDirsResponse:
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
+        TopicResult(topic_name=topic.name, partitions=[PartitionResult(partition_index=p, error_code=code)
+                                                       for p in topic.partitions])
+        for target in request.dirs for topic in target.topics])
 
 
 def _move(broker, topic: str, partition: int, path: str) -> ErrorCode:

@@ -1,8 +1,9 @@
 """CreatePartitions (API key 37), versions 0-3: grow topics to a new partition count.
 
 Behaviour, as Kafka's controller (KRaft) decides, topic by topic:
-- A name given twice answers INVALID_REQUEST ("Duplicate topic name.") once and grows nothing; an unknown topic
-  answers UNKNOWN_TOPIC_OR_PARTITION (no message).
+- A name given twice answers INVALID_REQUEST ("Duplicate topic name.") once and grows nothing. Then
+  authorization: a topic the principal may not ALTER answers TOPIC_AUTHORIZATION_FAILED (no message) whether or
+  not it exists, and is left alone. An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION (no message).
 - A count equal to or below the current one answers INVALID_PARTITIONS. Assignments, when given, must hold one
   replica list per new partition, each checked as CreateTopics checks them, of the topic's replication factor (its
   first partition's replica count); otherwise INVALID_REPLICA_ASSIGNMENT. Without assignments the controller places
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 from ..cluster.controller import ControllerError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import CreatePartitionsResponse
+from ..security.acls.types import AclOperation, ResourceType
 from ..storage import StorageError
 from .create_topics import Refused, check_replicas
 
@@ -52,9 +54,17 @@ async def handle(ctx: RequestContext, request) -> CreatePartitionsResponse:
     counts = Counter(topic.name for topic in request.topics)
     results = [Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                for name, count in counts.items() if count > 1]
+    alterable = ctx.filter_authorized(AclOperation.ALTER, ResourceType.TOPIC,
+                                      [name for name, count in counts.items() if count == 1])
     budget = _Budget(MAX_RECORDS_PER_USER_OP)
-    results += [_grow(ctx.broker, topic, request.validate_only, budget) for topic in request.topics
-                if counts[topic.name] == 1]
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            continue
+        if topic.name not in alterable:
+            results.append(Result(name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message=None))
+        else:
+            results.append(_grow(ctx.broker, topic, request.validate_only, budget))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
 

@@ -2,11 +2,15 @@
 replica assignments, and topic-level config overrides.
 
 Behaviour, as Kafka's controller (KRaft) decides:
+- Authorization comes first: CREATE on the cluster allows every topic; otherwise each topic needs CREATE on itself,
+  else it answers TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") and is neither checked nor created. A topic
+  created (or validated) without DESCRIBE_CONFIGS on it is answered without its configs, partition count and
+  replication factor (-1), with TOPIC_AUTHORIZATION_FAILED as its `topic_config_error_code` (v5+).
 - A request asking for more than 10,000 partitions in all (MAX_PARTITIONS_PER_BATCH: num_partitions -1 counts as
   `num.partitions`, a topic with assignments counts its assignments, invalid counts count 0) is refused as a whole:
   every topic answers POLICY_VIOLATION "Excessively large number of partitions per request.", and nothing is
-  created. Duplicated names and `__cluster_metadata` are left out of the count, as Kafka's controller never sees
-  them.
+  created. Duplicated names, `__cluster_metadata` and topics the principal may not create are left out of the
+  count, as Kafka's controller never sees them.
 Then topic by topic:
 - A name given twice in one request answers INVALID_REQUEST ("Duplicate topic name.") once, and neither copy is
   created. `__cluster_metadata` answers INVALID_REQUEST. An illegal name (Kafka's rules, see `topic_names`) or one
@@ -48,6 +52,7 @@ from .. import config_catalog, topic_names
 from ..cluster.controller import ControllerError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import CreateTopicsResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import StorageError
 from ..storage.log_config import ConfigError
 
@@ -61,6 +66,7 @@ MAX_VERSION = 7
 DEFAULT = -1  # num_partitions / replication_factor: the broker's default
 MAX_PARTITIONS_PER_BATCH = 10_000  # Kafka's ReplicationControlManager: partitions one request may create
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+AUTHORIZATION_FAILED = "Authorization failed."  # Kafka's ControllerApis message for a topic it may not create
 Result = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
 log = logging.getLogger(__name__)
@@ -85,16 +91,36 @@ class _Plan:
 
 async def handle(ctx: RequestContext, request) -> CreateTopicsResponse:
     counts = Counter(topic.name for topic in request.topics)
-    wanted = [topic for topic in request.topics
-              if counts[topic.name] == 1 and topic.name != topic_names.CLUSTER_METADATA_TOPIC]
+    allowed = {name for name, count in counts.items()
+               if count == 1 and name != topic_names.CLUSTER_METADATA_TOPIC}
+    creatable = _creatable(ctx, allowed)
+    describable = ctx.filter_authorized(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, allowed,
+                                        log_if_denied=False)
+    wanted = [topic for topic in request.topics if topic.name in creatable]
     if requested_partitions(wanted, ctx.broker.config.num_partitions) > MAX_PARTITIONS_PER_BATCH:
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
             Result(name=topic.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=TOO_MANY_PARTITIONS)
             for topic in request.topics])
-    results = [_create(ctx, topic, request.validate_only) for topic in request.topics if counts[topic.name] == 1]
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            continue
+        if topic.name in allowed and topic.name not in creatable:
+            results.append(Result(name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message=AUTHORIZATION_FAILED))
+        else:
+            results.append(_create(ctx, topic, request.validate_only, with_configs=topic.name in describable))
     results += [Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
                 for name, count in counts.items() if count > 1]
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+def _creatable(ctx: RequestContext, names: set[str]) -> set[str]:
+    """The topics the principal may create: all with CREATE on the cluster (its denial is not logged: the topic
+    check follows), else those with CREATE on the topic."""
+    if ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
+        return set(names)
+    return ctx.filter_authorized(AclOperation.CREATE, ResourceType.TOPIC, names)
 
 
 def requested_partitions(topics, default_partitions: int) -> int:
@@ -110,15 +136,19 @@ def requested_partitions(topics, default_partitions: int) -> int:
     return total
 
 
-def _create(ctx: RequestContext, topic, validate_only: bool):
+def _create(ctx: RequestContext, topic, validate_only: bool, *, with_configs: bool):
     broker = ctx.broker
     try:
         plan = _plan(broker, topic)
         topic_id = _validate(broker, topic.name, plan) if validate_only else _create_topic(broker, topic.name, plan)
     except Refused as refused:
         return Result(name=topic.name, error_code=refused.error_code, error_message=refused.message)
-    result = Result(name=topic.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-                    num_partitions=plan.partitions, replication_factor=plan.replication_factor)
+    result = Result(name=topic.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None)
+    if not with_configs:  # Kafka keeps what the principal may not DESCRIBE_CONFIGS to itself
+        result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return result
+    result.num_partitions = plan.partitions
+    result.replication_factor = plan.replication_factor
     if ctx.api_version >= 5:
         result.configs = _config_results(broker, topic.name, plan.configs, created=not validate_only)
     return result

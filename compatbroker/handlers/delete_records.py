@@ -1,6 +1,8 @@
 """DeleteRecords (API key 21), versions 0-2: move partitions' log start offsets up, deleting the records below.
 
 Behaviour, as Kafka's:
+- Authorization first: each topic needs DELETE, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before
+  the topic's existence is looked at) and nothing of it is deleted.
 - Per partition: the offset -1 means the high watermark; an offset above the high watermark (or another negative
   one) answers OFFSET_OUT_OF_RANGE, a topic whose `cleanup.policy` lacks `delete` POLICY_VIOLATION, an internal
   topic INVALID_TOPIC_EXCEPTION, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION, a node other than the
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DeleteRecordsResponse
+from ..security.acls.types import AclOperation, ResourceType
 from ..storage import StorageError
 from .partition_leadership import replica_error
 
@@ -59,10 +62,13 @@ async def handle(ctx: RequestContext, request) -> DeleteRecordsResponse:
         for partition in topic.partitions:
             offsets[partition.partition_index] = partition.offset
     broker = ctx.broker
+    allowed = ctx.filter_authorized(AclOperation.DELETE, ResourceType.TOPIC, wanted)
     now_ms = broker.now_ms()
     pending: list[_Pending] = []
-    topics = [TopicResult(name=name, partitions=[_delete(broker, name, index, offset, now_ms, pending)
-                                                 for index, offset in offsets.items()])
+    topics = [TopicResult(name=name, partitions=[
+                  _delete(broker, name, index, offset, now_ms, pending) if name in allowed
+                  else _failed(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                  for index, offset in offsets.items()])
               for name, offsets in wanted.items()]
     if pending:
         await _wait_for_followers(broker, pending, request.timeout_ms / 1000)

@@ -4,6 +4,12 @@ Behaviour, as Kafka's controller (KRaft) decides:
 - v6 entries must name a topic by exactly one of name and id: neither, or both, answers INVALID_REQUEST. A name (or
   an id) listed twice answers INVALID_REQUEST once and is not deleted; so does a name whose topic is also listed by
   its id.
+- Authorization, as Kafka's controller, after those checks: DELETE on the cluster allows every topic; otherwise a
+  topic needs DELETE on itself (and DESCRIBE to learn more than that). A name the principal may not DESCRIBE
+  answers TOPIC_AUTHORIZATION_FAILED whether or not the topic exists; one it may describe but not delete answers
+  TOPIC_AUTHORIZATION_FAILED too. An id is resolved first (an unknown id answers UNKNOWN_TOPIC_ID): one the
+  principal may not delete answers TOPIC_AUTHORIZATION_FAILED, with the topic's name only if it may DESCRIBE it.
+  A denied topic is left alone.
 - An unknown name answers UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID (with a null name).
 - A deleted topic answers its name and, from v6, its id. Deletion goes through `Broker.delete_topic`: the partition
   directories are renamed `...-delete` and removed, Produce, Fetch and ListOffsets answer the topic as unknown at
@@ -33,6 +39,7 @@ from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DeleteTopicsResponse
 from ..protocol.wire import ZERO_UUID
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import StorageError
 
 if TYPE_CHECKING:
@@ -58,7 +65,7 @@ async def handle(ctx: RequestContext, request) -> DeleteTopicsResponse:
     # What each entry comes to: None until decided, then a Result, a _Delete, or REPEATED.
     slots: list = [None] * len(entries)
     _refuse_malformed(entries, slots)
-    _resolve(broker, entries, slots)
+    _resolve(ctx, entries, slots)
     # Concurrently, in request order: every topic leaves before the first checkpoint, so they share its writes.
     deleting = [index for index, slot in enumerate(slots) if isinstance(slot, _Delete)]
     answers = await asyncio.gather(*(_delete(broker, slots[index].name) for index in deleting))
@@ -110,14 +117,26 @@ def _refuse_malformed(entries: list, slots: list) -> None:
                 slots[index] = _error(name, topic_id, ErrorCode.INVALID_REQUEST, f"Duplicate topic {what}.")
 
 
-def _resolve(broker, entries: list, slots: list) -> None:
+def _resolve(ctx: RequestContext, entries: list, slots: list) -> None:
     """Turn each remaining entry into the name of the topic to delete, or into its error."""
+    broker = ctx.broker
+    infos = {index: broker.topic(name) if name is not None else broker.topic_by_id(topic_id)
+             for index, (name, topic_id) in enumerate(entries) if slots[index] is None}
+    named = {entries[index][0] if entries[index][0] is not None else info.name
+             for index, info in infos.items() if entries[index][0] is not None or info is not None}
+    describable, deletable = _authorized(ctx, named)
     by_id: dict[uuid.UUID, int] = {}  # topic id -> index of the entry naming it (by id or by name)
     for index, (name, topic_id) in enumerate(entries):
         if slots[index] is not None:
             continue
-        info = broker.topic(name) if name is not None else broker.topic_by_id(topic_id)
-        if info is None:
+        info = infos[index]
+        if name is not None and name not in describable:  # the principal may not learn whether it exists
+            slots[index] = _error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif info is not None and info.name not in deletable:
+            shown = info.name if info.name in describable else None
+            slots[index] = _error(shown, ZERO_UUID if name is not None else topic_id,
+                                  ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif info is None:
             slots[index] = (_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) if name is not None
                             else _error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
         elif topic_names.is_internal(info.name):
@@ -130,3 +149,12 @@ def _resolve(broker, entries: list, slots: list) -> None:
         else:
             by_id[info.topic_id] = index
             slots[index] = _Delete(info.name)
+
+
+def _authorized(ctx: RequestContext, names: set[str]) -> tuple[set[str], set[str]]:
+    """(describable, deletable) among `names`: everything with DELETE on the cluster (its denial not logged: the
+    topic checks follow)."""
+    if ctx.authorize(AclOperation.DELETE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
+        return names, names
+    return (ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names),
+            ctx.filter_authorized(AclOperation.DELETE, ResourceType.TOPIC, names))

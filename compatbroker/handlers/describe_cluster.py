@@ -8,8 +8,9 @@ Behaviour, as a Kafka broker answers:
 - `endpoint_type` (v1+): 1 (brokers) is served; 2 (controllers) answers MISMATCHED_ENDPOINT_TYPE, since this is a
   broker's listener, and any other value UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message (a v0 request cannot
   carry the field). A served answer says endpoint type 1.
-- Cluster authorized operations: -2147483648 unless asked for; when asked, every cluster operation Kafka supports
-  (no authorizer runs), as Metadata answers.
+- No authorization is needed (Kafka's broker checks none). Cluster authorized operations: -2147483648 unless asked
+  for; when asked, 0 for a principal without DESCRIBE on the cluster, else the cluster operations it may do
+  (`RequestContext.authorized_operations`: every one Kafka supports when no authorizer is configured).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeClusterResponse
-from .metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_AUTHORIZED_OPERATIONS
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -26,6 +27,7 @@ API_KEY = 60
 MIN_VERSION = 0
 MAX_VERSION = 2
 
+AUTHORIZED_OPERATIONS_OMITTED = -2**31  # the schema's default: not asked for
 BROKER_ENDPOINT = 1
 CONTROLLER_ENDPOINT = 2
 _ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
@@ -36,13 +38,20 @@ async def handle(ctx: RequestContext, request) -> DescribeClusterResponse:
     if refusal is not None:
         return refusal
     broker = ctx.broker
-    operations = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
+    operations = (_cluster_operations(ctx) if request.include_cluster_authorized_operations
                   else AUTHORIZED_OPERATIONS_OMITTED)
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, endpoint_type=BROKER_ENDPOINT,
         cluster_id=broker.cluster_id, controller_id=broker.node_id,
         brokers=_brokers(ctx, include_fenced=ctx.api_version >= 2 and request.include_fenced_brokers),
         cluster_authorized_operations=operations)
+
+
+def _cluster_operations(ctx: RequestContext) -> int:
+    """Kafka's answer to include_cluster_authorized_operations: nothing for a principal that may not DESCRIBE it."""
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _brokers(ctx: RequestContext, *, include_fenced: bool) -> list:

@@ -1,6 +1,10 @@
 """DescribeConfigs (API key 32), versions 0-4: the configuration of topics, of the broker and of its loggers.
 
 Behaviour, as Kafka's:
+- Authorization of each resource before it is looked at: DESCRIBE_CONFIGS on the cluster for BROKER, BROKER_LOGGER
+  and CLIENT_METRICS (else CLUSTER_AUTHORIZATION_FAILED), on the topic for TOPIC (else TOPIC_AUTHORIZATION_FAILED,
+  whether or not it exists), on the group for GROUP (else GROUP_AUTHORIZATION_FAILED); a denied resource answers
+  the error with Kafka's message and no configs.
 - TOPIC (2): every topic config Kafka has, defaults included, with its value, source (1 topic override, 4 set in
   the broker's properties, 5 default), read_only false and, when asked, synonyms (v1+: the topic override, then the
   broker-level names that could supply the value) and documentation (v3+); see `compatbroker.config_catalog`. An
@@ -16,7 +20,8 @@ Behaviour, as Kafka's:
 - A resource type Kafka does not know fails the whole request: every resource answers INVALID_REQUEST.
 
 Deviations: Kafka lists entries in hash order, we sort them by name. The CLIENT_METRICS (16) and GROUP (32)
-resources of Kafka 4 are not kept here and answer INVALID_REQUEST.
+resources of Kafka 4 are not kept here and answer INVALID_REQUEST (once authorized). Denied resources keep their
+place in the request's order (Kafka answers them last).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from .. import config_catalog, topic_names
 from ..config_catalog import DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, UNKNOWN_TYPE, ConfigEntry
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeConfigsResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -67,6 +73,7 @@ async def handle(ctx: RequestContext, request) -> DescribeConfigsResponse:
 
 def _describe(ctx: RequestContext, request, resource) -> Result:
     try:
+        authorize_config_resource(ctx, AclOperation.DESCRIBE_CONFIGS, resource)
         entries = _entries(ctx.broker, resource)
     except ResourceError as failure:
         return _failed(resource, failure)
@@ -75,6 +82,21 @@ def _describe(ctx: RequestContext, request, resource) -> Result:
                   resource_name=resource.resource_name,
                   configs=[_wire_entry(ctx.api_version, entry, request) for entry in entries
                            if not wanted or entry.name in wanted])
+
+
+def authorize_config_resource(ctx: RequestContext, operation: AclOperation, resource) -> None:
+    """Kafka's check of a config resource (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs): `operation` on
+    the cluster for broker-wide types, else on the topic or group; ResourceError with the matching
+    *_AUTHORIZATION_FAILED when denied."""
+    kind = resource.resource_type
+    if kind == TOPIC:
+        target, name, denied = ResourceType.TOPIC, resource.resource_name, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    elif kind == GROUP:
+        target, name, denied = ResourceType.GROUP, resource.resource_name, ErrorCode.GROUP_AUTHORIZATION_FAILED
+    else:  # BROKER, BROKER_LOGGER, CLIENT_METRICS
+        target, name, denied = ResourceType.CLUSTER, CLUSTER_NAME, ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if not ctx.authorize(operation, target, name):
+        raise ResourceError(denied, denied.message)
 
 
 def _entries(broker, resource) -> list[ConfigEntry]:

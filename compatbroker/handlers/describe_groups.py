@@ -6,8 +6,12 @@ id, client host ("/address") and current assignment, and from v4 its `group_inst
 A group the coordinator does not know is described as Dead with no members; v6 adds GROUP_ID_NOT_FOUND and an
 error message for it (KIP-1043), earlier versions no error. While loading every group is answered
 COORDINATOR_LOAD_IN_PROGRESS; a group another node coordinates NOT_COORDINATOR.
-Authorized operations (v3+, when asked): no authorizer runs, so a group reports every operation Kafka supports on
-groups (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: 3400); otherwise INT32_MIN.
+Authorization, as Kafka's: a group the principal may not DESCRIBE answers GROUP_AUTHORIZATION_FAILED with an
+empty state, protocol and member list (the coordinator is not asked about it).
+Authorized operations (v3+, when asked, for groups described without error): the operations the principal may do
+on the group (`RequestContext.authorized_operations`; without an authorizer every operation Kafka supports on
+groups: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS = 3400); otherwise INT32_MIN.
+Deviation: denied groups keep their place in the request's order (Kafka answers them first).
 v5 is the first flexible version.
 """
 from __future__ import annotations
@@ -18,6 +22,7 @@ from ..coordinator import coordinator_of
 from ..coordinator.group import Group, GroupState
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeGroupsResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -26,9 +31,7 @@ API_KEY = 15
 MIN_VERSION = 0
 MAX_VERSION = 6
 
-AUTHORIZED_OPERATIONS_OMITTED = -2**31
-# READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11): bit n = ACL operation code n.
-GROUP_AUTHORIZED_OPERATIONS = sum(1 << code for code in (3, 6, 8, 10, 11))
+AUTHORIZED_OPERATIONS_OMITTED = -2**31  # the schema's default: not asked for
 
 Described = DescribeGroupsResponse.DescribedGroup
 DescribedMember = DescribeGroupsResponse.DescribedGroupMember
@@ -39,13 +42,16 @@ async def handle(ctx: RequestContext, request) -> DescribeGroupsResponse:
     coordinator = coordinator_of(ctx.broker)
     described = []
     for group_id in request.groups:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.append(Described(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+            continue
         error = coordinator.error_for(group_id)
         if error is not ErrorCode.NONE:
             described.append(Described(error_code=error, group_id=group_id))
             continue
         entry = _describe(group_id, coordinator.group(group_id), version)
         if version >= 3 and request.include_authorized_operations and entry.error_code == ErrorCode.NONE:
-            entry.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
+            entry.authorized_operations = ctx.authorized_operations(ResourceType.GROUP, group_id)
         described.append(entry)
     return DescribeGroupsResponse(groups=described)
 

@@ -11,6 +11,8 @@ Behaviour, as a Kafka broker answers:
 - `topics` null means every partition; an empty list means none (the directories are still described).
 - v3+: the top-level error code (0); v4+: the file system's total and usable bytes (`os.statvfs`: blocks and blocks
   available to unprivileged users, times the fragment size, as Java's FileStore reports them); v5: never cordoned.
+- Authorization: DESCRIBE on the cluster, else the top-level error CLUSTER_AUTHORIZATION_FAILED with no results
+  (v0-2, which have no top-level error, then read as an empty answer), as Kafka's.
 - A log directory that cannot be examined answers KAFKA_STORAGE_ERROR in its result.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeLogDirsResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -36,6 +39,9 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request) -> DescribeLogDirsResponse:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                       results=[])
     logs = ctx.broker.logs
     wanted = _wanted(request)
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,

@@ -4,8 +4,9 @@ Each asked partition answers its active producers, in producer id order: produce
 timestamp, coordinator epoch and the first offset of the transaction it has open (-1 without one), as storage's
 producer state holds them. A producer drops out once storage expires it (`producer.id.expiration.ms`).
 
-Errors, as Kafka's: an illegal topic name is INVALID_TOPIC_EXCEPTION with the reason as the message; an unknown
-topic is UNKNOWN_TOPIC_OR_PARTITION with that error's message; a partition the topic does not have is
+Errors, as Kafka's: an illegal topic name is INVALID_TOPIC_EXCEPTION with the reason as the message; a topic the
+principal may not READ is TOPIC_AUTHORIZATION_FAILED with that error's message (whether it exists or not); an
+unknown topic is UNKNOWN_TOPIC_OR_PARTITION with that error's message; a partition the topic does not have is
 UNKNOWN_TOPIC_OR_PARTITION without one. Any replica answers from its own producer state, as Kafka's
 ReplicaManager.activeProducerState does (the admin client asks the leader unless told a broker id); a node hosting
 no replica of the partition answers NOT_LEADER_OR_FOLLOWER. Topics and partitions are answered in the order asked,
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from .. import topic_names
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeProducersResponse
+from ..security.acls.types import AclOperation, ResourceType
 from .partition_leadership import replica_error
 
 if TYPE_CHECKING:
@@ -33,13 +35,13 @@ ProducerState = DescribeProducersResponse.ProducerState
 
 
 async def handle(ctx: RequestContext, request) -> DescribeProducersResponse:
-    topics = [TopicResponse(name=topic.name, partitions=_describe_topic(ctx.broker, topic))
-              for topic in request.topics]
+    topics = [TopicResponse(name=topic.name, partitions=_describe_topic(ctx, topic)) for topic in request.topics]
     return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
 
 
-def _describe_topic(broker, topic) -> list:
-    problem = _topic_problem(broker, topic.name)
+def _describe_topic(ctx: RequestContext, topic) -> list:
+    broker = ctx.broker
+    problem = _topic_problem(ctx, topic.name)
     if problem is not None:
         code, message = problem
         return [PartitionResponse(partition_index=index, error_code=code, error_message=message,
@@ -47,12 +49,14 @@ def _describe_topic(broker, topic) -> list:
     return [_describe_partition(broker, topic.name, index) for index in topic.partition_indexes]
 
 
-def _topic_problem(broker, name: str) -> tuple[ErrorCode, str] | None:
+def _topic_problem(ctx: RequestContext, name: str) -> tuple[ErrorCode, str] | None:
     try:
         topic_names.validate(name)
     except topic_names.InvalidTopicName as exc:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
-    if broker.topic(name) is None:
+    if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED.message
+    if ctx.broker.topic(name) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message
     return None
 

@@ -4,6 +4,8 @@ The cluster's controller state stands for `__cluster_metadata`, partition 0: one
 node id), which leads it; each change to the cluster metadata is one more offset (`ClusterMetadata.metadata_offset`).
 
 Behaviour, as Kafka's controller answers (a broker forwards the request to it, so any node answers the same):
+- Authorization first, as Kafka's controller: DESCRIBE on the cluster, else the top-level error
+  CLUSTER_AUTHORIZATION_FAILED with a message and nothing else.
 - The request must name exactly `__cluster_metadata` with exactly partition 0; otherwise every partition asked for
   gets UNKNOWN_TOPIC_OR_PARTITION with a message, the other fields left at their defaults (top-level error 0).
 - Leader: the controller, at quorum epoch 1 (one voter, elected once); high watermark and every replica's log end
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeQuorumResponse
 from ..protocol.wire import ZERO_UUID
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..topic_names import CLUSTER_METADATA_TOPIC
 
 if TYPE_CHECKING:
@@ -40,6 +43,9 @@ Listener = DescribeQuorumResponse.Listener
 
 
 async def handle(ctx: RequestContext, request) -> DescribeQuorumResponse:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return DescribeQuorumResponse(error_code=code, error_message=code.message, topics=[], nodes=[])
     if not _asks_for_metadata_log(request):
         return _unknown_partitions(request)
     metadata = ctx.broker.metadata

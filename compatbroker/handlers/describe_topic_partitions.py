@@ -15,11 +15,18 @@ Behaviour, as a Kafka broker answers:
 - Per partition: leader (-1 while leaderless or its node is down, with error 0 as Kafka), leader epoch, replicas
   and ISR in the controller's order, offline replicas (on stopped nodes); eligible leader replicas and last known
   ELR are empty, as from a Kafka cluster that does not keep them (KIP-966's eligible.leader.replicas.version 0).
-- Topic authorized operations: every topic operation (no authorizer runs), as Kafka reports without one.
+- Authorization, as Kafka's, after the cursor checks: only topics the principal may DESCRIBE are looked at, each
+  checked in name order as the page reaches it (those past the end of the page are not checked, and the next cursor
+  names a topic the principal may describe). With every topic asked for the others are left out; a named one
+  answers TOPIC_AUTHORIZATION_FAILED with a zero topic id and no partitions (so it is not told whether the topic
+  exists), after the page of described topics and not counted in its limit.
+- Topic authorized operations of each described topic (unknown ones included): the operations the principal may do
+  on it (`RequestContext.authorized_operations`; every topic operation when no authorizer is configured).
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from .. import topic_names
@@ -27,7 +34,7 @@ from ..cluster.metadata import NO_LEADER
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeTopicPartitionsResponse
 from ..protocol.wire import ZERO_UUID
-from .metadata import TOPIC_AUTHORIZED_OPERATIONS
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -56,11 +63,27 @@ async def handle(ctx: RequestContext, request) -> DescribeTopicPartitionsRespons
         return _refused(request)
     limit = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, request.response_partition_limit), 1)
     first_partition = {start_topic: cursor.partition_index} if cursor is not None else {}
-    topics, next_cursor = _page(ctx.broker, names, first_partition, limit, report_unknown=not every_topic)
+    denied: list[str] = []
+    topics, next_cursor = _page(ctx, _describable(ctx, names, denied), first_partition, limit,
+                                report_unknown=not every_topic)
+    if not every_topic:
+        topics += [_denied(name) for name in denied]
     return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)
 
 
-def _page(broker, names: list[str], first_partition: dict[str, int], limit: int, *, report_unknown: bool):
+def _describable(ctx: RequestContext, names: list[str], denied: list[str]) -> Iterator[str]:
+    """The names the principal may DESCRIBE, each checked only when the page asks for the next one (as Kafka's lazy
+    stream of topics); the others are added to `denied`."""
+    for name in names:
+        if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            yield name
+        else:
+            denied.append(name)
+
+
+def _page(ctx: RequestContext, names: Iterable[str], first_partition: dict[str, int], limit: int, *,
+          report_unknown: bool):
+    broker = ctx.broker
     alive = set(broker.alive_node_ids())
     remaining = limit
     topics = []
@@ -70,7 +93,7 @@ def _page(broker, names: list[str], first_partition: dict[str, int], limit: int,
         info = broker.topic(name)
         if info is None:
             if report_unknown:
-                topics.append(_unknown(name))
+                topics.append(_unknown(ctx, name))
             continue
         states = broker.metadata.partitions(name)
         start = first_partition.get(name, 0)
@@ -78,7 +101,7 @@ def _page(broker, names: list[str], first_partition: dict[str, int], limit: int,
         topics.append(TopicResult(error_code=ErrorCode.NONE, name=name, topic_id=info.topic_id,
                                   is_internal=info.is_internal, partitions=[_partition(s, alive)
                                                                             for s in states[start:end]],
-                                  topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+                                  topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)))
         if end < len(states):
             return topics, Cursor(topic_name=name, partition_index=end)
         remaining -= max(end - start, 0)
@@ -93,10 +116,17 @@ def _partition(state, alive: set[int]):
                            offline_replicas=state.offline_replicas(alive))
 
 
-def _unknown(name: str):
+def _unknown(ctx: RequestContext, name: str):
     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if topic_names.is_valid(name) else ErrorCode.INVALID_TOPIC_EXCEPTION
     return TopicResult(error_code=code, name=name, topic_id=ZERO_UUID, is_internal=topic_names.is_internal(name),
-                       partitions=[], topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS)
+                       partitions=[],
+                       topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name))
+
+
+def _denied(name: str):
+    """A named topic the principal may not describe (the schema's default authorized operations: none given)."""
+    return TopicResult(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=ZERO_UUID,
+                       is_internal=False, partitions=[])
 
 
 def _refused(request) -> DescribeTopicPartitionsResponse:

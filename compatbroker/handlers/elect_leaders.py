@@ -1,6 +1,8 @@
 """ElectLeaders (API key 43), versions 0-2: preferred and unclean leader elections, decided by the controller.
 
 Behaviour, as Kafka's KRaft controller answers (any node takes the request; a broker forwards it to the controller):
+- Authorization first, as Kafka's controller: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top
+  (v1+) and on every partition asked for, and nothing is elected.
 - Election type (v1+; v0 is always preferred): 0 PREFERRED makes the first replica of the assignment leader if it
   is alive and in the ISR; 1 UNCLEAN gives a leaderless partition the first alive replica even if out of sync
   (`Controller.elect_leader` applies the rules). Any other type refuses the request: INVALID_REQUEST at the top
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..cluster.controller import PREFERRED, UNCLEAN, ControllerError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ElectLeadersResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -35,10 +38,13 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request) -> ElectLeadersResponse:
+    if not ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return _refused(request, denied, denied.message, ctx.api_version)
     election = request.election_type if ctx.api_version >= 1 else PREFERRED
     if election not in (PREFERRED, UNCLEAN):
         log.info("client %s: ElectLeaders refused: unknown election type %d", ctx.client_id, election)
-        return _refused(request, ErrorCode.INVALID_REQUEST, f"Unknown election type {election}")
+        return _refused(request, ErrorCode.INVALID_REQUEST, f"Unknown election type {election}", ctx.api_version)
     if request.topic_partitions is None:
         results = [_elect_all(ctx.broker, topic, election) for topic in sorted(ctx.broker.topics())]
     else:
@@ -72,7 +78,9 @@ def _result(partition: int, code: int, message: str | None):
     return PartitionResult(partition_id=partition, error_code=code, error_message=message)
 
 
-def _refused(request, code: ErrorCode, message: str) -> ElectLeadersResponse:
+def _refused(request, code: ErrorCode, message: str, version: int) -> ElectLeadersResponse:
+    """The request's error on every partition asked for, and at the top from v1 (v0 has no top-level error)."""
     results = [TopicResult(topic=wanted.topic, partition_result=[_result(p, code, message) for p in wanted.partitions])
                for wanted in request.topic_partitions or ()]
-    return ElectLeadersResponse(throttle_time_ms=0, error_code=code, replica_election_results=results)
+    return ElectLeadersResponse(throttle_time_ms=0, error_code=code if version >= 1 else ErrorCode.NONE,
+                                replica_election_results=results)

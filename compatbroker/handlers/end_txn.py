@@ -14,6 +14,9 @@ found `transaction.version` 2 finalized in ApiVersions and follows transactions 
 producer epoch at the end of every transaction, and the response carries the producer id and epoch to use next
 (a new producer id when the epoch is spent). v0-4 follow transactions v1: the epoch stays, and the response has no
 such fields. An error answers producer id -1 and epoch -1.
+
+Authorization comes first: WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED and the
+transaction is left as it is.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING
 from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import EndTxnResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -35,6 +39,9 @@ FIRST_TRANSACTION_V2_VERSION = 5  # Kafka: EndTxnRequest.LAST_STABLE_VERSION_BEF
 
 
 async def handle(ctx: RequestContext, request) -> EndTxnResponse:
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return EndTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                              producer_id=-1, producer_epoch=-1)
     result = await transactions_of(ctx.broker).end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
         tv2=ctx.api_version >= FIRST_TRANSACTION_V2_VERSION)

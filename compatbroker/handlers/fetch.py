@@ -37,6 +37,11 @@ Behaviour, as Kafka's:
   OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ `current_leader_epoch` other than the
   partition's), and from v12 a `last_fetched_epoch` that does not match this replica's epochs answers
   `diverging_epoch`. An errored partition answers high watermark, last stable offset and log start offset -1.
+- Authorization (KafkaApis.handleFetchRequest), once per request before any read: a follower's fetch (replica id
+  >= 0) needs CLUSTER_ACTION on the cluster, else every partition answers TOPIC_AUTHORIZATION_FAILED; a consumer
+  needs READ on each topic, else that topic's partitions answer TOPIC_AUTHORIZATION_FAILED (an unknown topic id
+  stays UNKNOWN_TOPIC_ID; an unknown name the principal may not read does not show). Refused partitions do not
+  end a long poll, as partitions of unknown topics do not.
 - Fetch sessions (v7+, KIP-227) through `compatbroker.fetch_session`: full, incremental and sessionless fetches,
   forgotten topics, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR. Each node
   keeps its own sessions, as each Kafka broker does.
@@ -69,6 +74,7 @@ from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, Un
 from ..protocol.records.legacy import encode_messages
 from ..protocol.wire import ZERO_UUID
 from ..cluster.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica, selector_enabled
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import OffsetOutOfRangeError
 from .partition_leadership import leader_epoch_error, leader_hint
 
@@ -115,6 +121,8 @@ class _Limits:
     consumer: bool  # replica id -1: reads stop at the high watermark
     only_leader: bool  # a follower's fetch, or a consumer's before v11: the leader serves it
     client_rack: str | None  # v11+ rack_id, when the leader may name a preferred read replica (KIP-392)
+    denied: frozenset | set = frozenset()  # topics the principal may not READ (none without an authorizer)
+    deny_all: bool = False  # a follower's fetch without CLUSTER_ACTION: every partition is refused
 
 
 async def handle(ctx: RequestContext, request) -> FetchResponse:
@@ -125,7 +133,9 @@ async def handle(ctx: RequestContext, request) -> FetchResponse:
         now_ms=broker.now_ms())
     partitions = context.partitions()
     _resolve_topic_ids(broker, partitions)
-    reads = await _read_when_ready(broker, request, partitions, _limits(broker, request, version), ctx.client_gone)
+    limits = _limits(broker, request, version)
+    _authorize(ctx, partitions, limits)
+    reads = await _read_when_ready(broker, request, partitions, limits, ctx.client_gone)
     error, session_id, selected = context.respond([(read.request, read.data, read) for read in reads],
                                                   broker.now_ms())
     finished = [_finish(broker, version, result[2]) for result in selected]
@@ -168,6 +178,18 @@ def _resolve_topic_ids(broker, partitions: list[PartitionRequest]) -> None:
             info = broker.topic_by_id(partition.topic_id)
             if info is not None:
                 partition.topic = info.name
+
+
+def _authorize(ctx: RequestContext, partitions: list[PartitionRequest], limits: _Limits) -> None:
+    """Kafka's checks before reading, noted in `limits`: a follower needs CLUSTER_ACTION, a consumer READ on each
+    topic. Without an authorizer this is one attribute check, nothing per partition."""
+    if ctx.broker.security.authorizer is None:
+        return
+    if not limits.consumer:
+        limits.deny_all = not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        return
+    names = {partition.topic for partition in partitions if partition.topic is not None}
+    limits.denied = names - ctx.filter_authorized(AclOperation.READ, ResourceType.TOPIC, names)
 
 
 def _limits(broker, request, version: int) -> _Limits:
@@ -240,6 +262,8 @@ def _read_all(broker, partitions: list[PartitionRequest], limits: _Limits) -> li
 
 def _read_partition(broker, request: PartitionRequest, remaining: int, first_batch_anyway: bool,
                     limits: _Limits) -> _Read:
+    if limits.deny_all or (limits.denied and request.topic in limits.denied):
+        return _Read(request, _error_data(request, ErrorCode.TOPIC_AUTHORIZATION_FAILED), UNKNOWN)
     if request.topic is None:
         return _Read(request, _error_data(request, ErrorCode.UNKNOWN_TOPIC_ID), UNKNOWN)
     state = broker.partition_state(request.topic, request.partition)

@@ -10,6 +10,12 @@ The internal topic is created on the first lookup, as Kafka does, with `offsets.
 `transaction.state.log.replication.factor` replicas (at most the number of live nodes). A single node does not
 create it here: it coordinates every key, and the topic comes with the first write (as before cluster mode).
 
+Authorization, as Kafka's, before anything else is looked at (the internal topic is not created for a key the
+principal may not see): a group key needs DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), a transactional
+id DESCRIBE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); each key of a batch on its own.
+A v6 share-group key needs CLUSTER_ACTION on the cluster (else CLUSTER_AUTHORIZATION_FAILED, as Kafka's refusal of
+the whole request answers every key), and is then INVALID_REQUEST as below.
+
 Errors: COORDINATOR_NOT_AVAILABLE while the key's partition has no leader (or its topic cannot be created).
 Key type 2 (share group) is INVALID_REQUEST, as Kafka answers without a share coordinator (and before v6 always);
 so is any other key type.
@@ -27,6 +33,7 @@ from ..coordinator.ownership import is_cluster_of_one
 from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import FindCoordinatorResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
@@ -38,6 +45,7 @@ MAX_VERSION = 6
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 NO_NODE = (-1, "", -1)  # Kafka's Node.noNode(): id, host, port
 SUCCESS_MESSAGE = "NONE"  # Kafka's Errors.NONE.message()
 
@@ -62,6 +70,9 @@ async def handle(ctx: RequestContext, request) -> FindCoordinatorResponse:
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, tuple[int, str, int]]:
     """(error, (node id, host, port)) of the key's coordinator."""
+    refusal = _authorization_error(ctx, key_type, key)
+    if refusal is not None:
+        return refusal, NO_NODE
     if key_type == GROUP_KEY_TYPE:
         coordinator = coordinator_of(ctx.broker).offsets
         topic = GROUP_METADATA_TOPIC
@@ -83,6 +94,19 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, tupl
     if state is None or state.leader < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
     return _endpoint(ctx, state.leader)
+
+
+def _authorization_error(ctx: RequestContext, key_type: int, key: str) -> ErrorCode | None:
+    """Kafka's check of a key: DESCRIBE on its group or transactional id; for a share group (v6), CLUSTER_ACTION."""
+    if key_type == SHARE_KEY_TYPE and ctx.api_version >= 6 and not ctx.authorize(
+            AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if key_type == GROUP_KEY_TYPE and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == TRANSACTION_KEY_TYPE and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                                              key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return None
 
 
 def _endpoint(ctx: RequestContext, node_id: int) -> tuple[ErrorCode, tuple[int, str, int]]:

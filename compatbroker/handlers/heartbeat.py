@@ -1,5 +1,6 @@
 """Heartbeat (API key 12), versions 0-4: a member shows it is alive and learns whether a rebalance runs.
 
+Authorization first, as Kafka's: READ on the group, else GROUP_AUTHORIZATION_FAILED (the session is not renewed).
 Answers, as Kafka's: NONE in CompletingRebalance and Stable (renewing the member's session),
 REBALANCE_IN_PROGRESS in PreparingRebalance (renewing it too: the member should rejoin), UNKNOWN_MEMBER_ID for a
 member or group the coordinator does not know, FENCED_INSTANCE_ID for a replaced static member (v3+ sends
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..coordinator import coordinator_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import HeartbeatResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -25,6 +27,8 @@ MAX_VERSION = 4
 
 
 async def handle(ctx: RequestContext, request) -> HeartbeatResponse:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not request.group_id:
         return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
     coordinator = coordinator_of(ctx.broker)

@@ -17,6 +17,10 @@ Behaviour, as Kafka's:
   (INVALID_CONFIG) and one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL (INVALID_CONFIG); DELETE resets a logger to
   its parent's level, except the root logger (INVALID_REQUEST); APPEND and SUBTRACT answer INVALID_REQUEST. The
   loggers are the process's Python loggers; like Kafka's, their levels do not survive a restart.
+- Authorization, as Kafka's: ALTER_CONFIGS on the cluster for BROKER_LOGGER before anything about it is checked,
+  and for BROKER after the checks a Kafka broker makes before forwarding (the name, the keys and the operations);
+  on the topic for TOPIC and on the group for GROUP before their checks. Denied: CLUSTER_AUTHORIZATION_FAILED,
+  TOPIC_AUTHORIZATION_FAILED (whether or not the topic exists) or GROUP_AUTHORIZATION_FAILED, and nothing changes.
 - `validate_only` runs every check and changes nothing.
 
 Deviations: an operation code other than 0-3 answers INVALID_REQUEST (Kafka fails it on the controller with an
@@ -31,8 +35,10 @@ from .. import config_catalog
 from ..config_catalog import BROKER_CONFIGS, LIST, LOG_LEVELS, ROOT_LOGGER, TOPIC_CONFIGS
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import IncrementalAlterConfigsResponse
+from ..security.acls.types import AclOperation
 from .alter_configs import alter_each, change_broker, change_topic, check_keys
-from .describe_configs import BROKER, BROKER_LOGGER, TOPIC, ResourceError, check_node_id
+from .describe_configs import (BROKER, BROKER_LOGGER, GROUP, TOPIC, ResourceError, authorize_config_resource,
+                               check_node_id)
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -49,17 +55,25 @@ Response = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
 async def handle(ctx: RequestContext, request) -> IncrementalAlterConfigsResponse:
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=alter_each(
-        request.resources, lambda resource: _alter(ctx.broker, resource, request.validate_only), Response))
+        request.resources, lambda resource: _alter(ctx, resource, request.validate_only), Response))
 
 
-def _alter(broker, resource, validate_only: bool) -> None:
+def _alter(ctx: RequestContext, resource, validate_only: bool) -> None:
+    broker = ctx.broker
     check_keys(resource.configs, null_allowed=lambda config: config.config_operation == DELETE)
+
+    def authorize():
+        authorize_config_resource(ctx, AclOperation.ALTER_CONFIGS, resource)
+
+    if resource.resource_type in (TOPIC, BROKER_LOGGER, GROUP):
+        authorize()
     if resource.resource_type == TOPIC:
         current = broker.logs.topic_overrides.get(resource.resource_name, {})
         overrides = _apply(resource.configs, current, TOPIC_CONFIGS)
         change_topic(broker, resource.resource_name, overrides, validate_only)
     elif resource.resource_type == BROKER:
-        change_broker(broker, resource.resource_name, _apply(resource.configs, {}, BROKER_CONFIGS), validate_only)
+        change_broker(broker, resource.resource_name, _apply(resource.configs, {}, BROKER_CONFIGS), validate_only,
+                      authorize=authorize)
     elif resource.resource_type == BROKER_LOGGER:
         _alter_loggers(broker, resource, validate_only)
     else:

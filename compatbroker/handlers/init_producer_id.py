@@ -11,6 +11,10 @@ Behaviour, as Kafka's:
   epoch, a new producer id when the epoch is spent, the KIP-360 checks of a producer id and epoch named by the
   request (v3+), and fencing: an open transaction of the previous producer is aborted first (CONCURRENT_TRANSACTIONS
   while that completes, so the client retries).
+- Authorization before anything else (KafkaApis.handleInitProducerIdRequest): a transactional id needs WRITE on
+  it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, even for an empty one); an idempotent producer needs IDEMPOTENT_WRITE
+  on the cluster or WRITE on some topic (an ALLOW on any topic pattern that no DENY cancels), else
+  CLUSTER_AUTHORIZATION_FAILED.
 - A producer id without an epoch, or an epoch without a producer id, is INVALID_REQUEST, and so is an empty
   transactional id. A transaction timeout outside (0, `transaction.max.timeout.ms`] is
   INVALID_TRANSACTION_TIMEOUT. A stale producer is PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH before, the
@@ -34,6 +38,7 @@ from ..producer_ids import ProducerIdBlockUnavailable, ProducerIdsError, produce
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import InitProducerIdResponse
 from ..protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -47,6 +52,9 @@ log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request) -> InitProducerIdResponse:
+    refused = _authorization_error(ctx, request.transactional_id)
+    if refused is not None:
+        return _response(InitResult(refused))
     expected = _expected_producer(request)
     if expected is ErrorCode.INVALID_REQUEST or request.transactional_id == "":
         return _response(InitResult(ErrorCode.INVALID_REQUEST))
@@ -72,6 +80,18 @@ async def _init(ctx: RequestContext, request, expected: tuple[int, int] | None) 
         return InitResult(ErrorCode.NONE, await producer_ids_of(ctx.broker).new_producer_id(), 0)
     return await transactions_of(ctx.broker).init_producer_id(request.transactional_id, request.transaction_timeout_ms,
                                                               expected)
+
+
+def _authorization_error(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    if transactional_id is not None:
+        if ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return None
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
+        return None
+    if ctx.authorize_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 def _expected_producer(request) -> tuple[int, int] | ErrorCode | None:

@@ -12,7 +12,9 @@ Version differences, as Kafka's:
 - v8 adds a free-text reason (logged). v9 adds `skip_assignment`, set for a static leader that rejoins a Stable
   group without a rebalance: it must not compute a new assignment.
 
-Checked before the group is looked at: an empty group id (INVALID_GROUP_ID), a session timeout outside
+Authorization first, as Kafka's: READ on the group, else GROUP_AUTHORIZATION_FAILED (with Kafka's empty error
+answer: no member id, generation -1) and the group is not touched.
+Then, before the group is looked at: an empty group id (INVALID_GROUP_ID), a session timeout outside
 [`group.min.session.timeout.ms`, `group.max.session.timeout.ms`] (INVALID_SESSION_TIMEOUT), a coordinator still
 loading (COORDINATOR_LOAD_IN_PROGRESS) or a group another node coordinates (NOT_COORDINATOR).
 
@@ -29,6 +31,7 @@ from ..coordinator.group import JoinResult
 from ..coordinator.membership import JoinArgs
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import JoinGroupResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -44,6 +47,8 @@ async def handle(ctx: RequestContext, request) -> JoinGroupResponse:
     version = ctx.api_version
     coordinator = coordinator_of(ctx.broker)
     settings = coordinator.settings
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return response(version, JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if not request.group_id:
         return response(version, JoinResult(ErrorCode.INVALID_GROUP_ID, member_id=request.member_id))
     if not settings.min_session_timeout_ms <= request.session_timeout_ms <= settings.max_session_timeout_ms:

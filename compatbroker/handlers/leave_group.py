@@ -4,6 +4,8 @@ v0-2 name one member (`member_id`) and answer one error code. From v3 a batch of
 `group_instance_id` (KIP-345), with an answer per member; an admin tool may name a static member by its instance
 id alone (empty member id). v4 is the first flexible version; v5 adds a reason per member (logged).
 
+Authorization first, as Kafka's: READ on the group, else GROUP_AUTHORIZATION_FAILED at the top (no member
+answers) and nobody leaves.
 Errors, as Kafka's: per member UNKNOWN_MEMBER_ID (also for every member of a group the coordinator does not know)
 and FENCED_INSTANCE_ID; at the top INVALID_GROUP_ID for an empty group id and COORDINATOR_LOAD_IN_PROGRESS while
 loading, NOT_COORDINATOR for a group another node coordinates. A v0-2 answer carries the top-level error, else
@@ -17,6 +19,7 @@ from ..coordinator import coordinator_of
 from ..coordinator.membership import LeavingMember
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import LeaveGroupResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -30,6 +33,8 @@ MemberResponse = LeaveGroupResponse.MemberResponse
 
 async def handle(ctx: RequestContext, request) -> LeaveGroupResponse:
     version = ctx.api_version
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if version >= 3:
         leaving = [LeavingMember(m.member_id, m.group_instance_id, m.reason) for m in request.members]
     else:

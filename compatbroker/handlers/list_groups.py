@@ -5,6 +5,8 @@ v3 is the first flexible version. v4 adds each group's state and a state filter 
 ("classic" for every group here) and a type filter (KIP-848); filters are case-insensitive and an empty filter
 passes every group. While the coordinator is loading (any partition of `__consumer_offsets` this node leads) the
 answer is COORDINATOR_LOAD_IN_PROGRESS.
+Authorization, as Kafka's: with DESCRIBE on the cluster every group is listed; otherwise only the groups the
+principal may DESCRIBE (neither check logs a denial: a filtered list is no failure).
 Groups are listed by id (Kafka's order is that of a hash map).
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..coordinator import coordinator_of
 from ..coordinator.group import GROUP_TYPE
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ListGroupsResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -34,6 +37,10 @@ async def handle(ctx: RequestContext, request) -> ListGroupsResponse:
     states = request.states_filter if version >= 4 else []
     types = request.types_filter if version >= 5 else []
     groups = sorted(coordinator.list_groups(states, types), key=lambda group: group.group_id)
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
+        visible = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.GROUP,
+                                        [group.group_id for group in groups], log_if_denied=False)
+        groups = [group for group in groups if group.group_id in visible]
     return ListGroupsResponse(groups=[
         Listed(group_id=group.group_id, protocol_type=group.protocol_type or "",
                group_state=group.state.value if version >= 4 else "",

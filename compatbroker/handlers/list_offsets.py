@@ -23,8 +23,11 @@ Behaviour, as Kafka's:
 - Just after a leader change, while the new leader's high watermark is below the start offset of its epoch, a
   consumer's "latest", and a timestamp whose record lies at or past the high watermark, answer OFFSET_NOT_AVAILABLE
   (v5+; LEADER_NOT_AVAILABLE before), as Kafka does: the client retries.
+- Authorization: each topic needs DESCRIBE, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before any
+  other check, so an unknown topic does not show, and a partition named twice is not INVALID_REQUEST).
 
-Deviation: Kafka lists a request's topics in the order of a hash map; we keep the request's order.
+Deviation: Kafka lists a request's topics in the order of a hash map (refused topics last); we keep the request's
+order.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ListOffsetsResponse
+from ..security.acls.types import AclOperation, ResourceType
 from .partition_leadership import replica_error
 
 if TYPE_CHECKING:
@@ -63,15 +67,27 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
 async def handle(ctx: RequestContext, request) -> ListOffsetsResponse:
+    allowed = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                    [topic.name for topic in request.topics])
     if ctx.api_version == 0:
-        topics = [_v0_topic(ctx.broker, request, topic) for topic in request.topics]
+        topics = [_v0_topic(ctx.broker, request, topic) if topic.name in allowed else _refused(topic, 0)
+                  for topic in request.topics]
     else:
-        named_twice = _named_twice(request.topics)
+        named_twice = _named_twice([topic for topic in request.topics if topic.name in allowed])
         topics = [TopicResponse(name=topic.name,
                                 partitions=[_lookup(ctx, request, topic.name, partition, named_twice)
                                             for partition in topic.partitions])
+                  if topic.name in allowed else _refused(topic, ctx.api_version)
                   for topic in request.topics]
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+def _refused(topic, version: int) -> TopicResponse:
+    """A topic the principal may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED for each partition (v0: no offsets)."""
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    partitions = [PartitionResponse(partition_index=partition.partition_index, error_code=code, old_style_offsets=[])
+                  if version == 0 else _error(partition.partition_index, code) for partition in topic.partitions]
+    return TopicResponse(name=topic.name, partitions=partitions)
 
 
 def _named_twice(topics) -> set[tuple[str, int]]:

@@ -3,6 +3,8 @@
 Behaviour, as Kafka's KRaft controller answers (any node takes the request):
 - A partition is listed while its reassignment runs: `replicas` is its whole replica set then (the target replicas
   and those still to be removed), with the replicas being added and those being removed.
+- Authorization first, as Kafka's controller: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED with a
+  message at the top, and each asked partition listed bare (Kafka's error answer: index only, empty replica lists).
 - `topics` null lists every reassignment in progress (topics by name); otherwise only the asked partitions that are
   being reassigned. Unknown topics and partitions, and partitions not being reassigned, are left out, and so are
   topics left with none. Top-level error 0 with a null message.
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ListPartitionReassignmentsResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -26,6 +29,8 @@ PartitionResult = ListPartitionReassignmentsResponse.OngoingPartitionReassignmen
 
 
 async def handle(ctx: RequestContext, request) -> ListPartitionReassignmentsResponse:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return _denied(request)
     metadata = ctx.broker.metadata
     if request.topics is None:
         wanted = [(topic, None) for topic in sorted(metadata.topics())]
@@ -38,6 +43,15 @@ async def handle(ctx: RequestContext, request) -> ListPartitionReassignmentsResp
             topics.append(TopicResult(name=topic, partitions=ongoing))
     return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
                                               topics=topics)
+
+
+def _denied(request) -> ListPartitionReassignmentsResponse:
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return ListPartitionReassignmentsResponse(
+        throttle_time_ms=0, error_code=code, error_message=code.message,
+        topics=[TopicResult(name=topic.name, partitions=[PartitionResult(partition_index=index)
+                                                         for index in topic.partition_indexes])
+                for topic in request.topics or ()])
 
 
 def _states(metadata, topic: str, partitions: list[int] | None) -> list:

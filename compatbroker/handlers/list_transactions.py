@@ -12,7 +12,7 @@ id and state, when it passes every filter given:
 - `transactional_id_pattern` (v2+, KIP-1152): when neither null nor empty, a regular expression the whole id must
   match; one that does not compile is INVALID_REGULAR_EXPRESSION with nothing listed.
 While `__transaction_state` is loading (any partition this node leads) the answer is COORDINATOR_LOAD_IN_PROGRESS
-with nothing listed.
+with nothing listed. Only the ids the principal may DESCRIBE are listed; the others are left out.
 
 The pattern is compiled with RE2 (`google-re2`), the engine Kafka uses through RE2/J: the same patterns compile
 (backreferences, lookaround, atomic groups and possessive quantifiers do not), and matching takes linear time, so
@@ -27,6 +27,7 @@ import re2
 from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ListTransactionsResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -66,7 +67,8 @@ async def handle(ctx: RequestContext, request) -> ListTransactionsResponse:
                                  duration_filter_ms=request.duration_filter if ctx.api_version >= 1 else -1)
         listed = [Listed(transactional_id=view.transactional_id, producer_id=view.producer_id,
                          transaction_state=view.state) for view in views
-                  if view.state != DEAD and (pattern is None or pattern.fullmatch(view.transactional_id))]
+                  if view.state != DEAD and (pattern is None or pattern.fullmatch(view.transactional_id))
+                  and ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, view.transactional_id)]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, unknown_state_filters=unknown,
                                     transaction_states=listed)
 

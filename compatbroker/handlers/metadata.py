@@ -22,20 +22,28 @@ Behaviour, as Kafka's:
   replicas (those on stopped nodes, v5+). A partition without a leader (no live in-sync replica) answers
   LEADER_NOT_AVAILABLE with leader -1 and its epoch. Version 0 lists only live replicas and ISR members and answers
   REPLICA_NOT_AVAILABLE for a led partition that lost some that way. Topic ids from v10, `is_internal` from v1.
-- Authorized operations (v8+): no authorizer runs, so when asked for, a topic reports every operation Kafka
-  supports on topics (3576) and the cluster (v8-10) every cluster operation (8096); otherwise INT32_MIN.
+- Authorization (KafkaApis.handleTopicMetadataRequest): a topic the principal may not DESCRIBE is left out of an
+  all-topics answer (without a log line), and a named one answers TOPIC_AUTHORIZATION_FAILED without partitions,
+  id or `is_internal` (named by id: the id, with a null name), without saying whether it exists. A missing topic
+  is created only with CREATE on the cluster or on that topic; without either it answers
+  TOPIC_AUTHORIZATION_FAILED (with its `is_internal`) and nothing is created. Kafka's order follows: unknown ids,
+  the topics shown, those refused creation, those refused description.
+- Authorized operations (v8+), when asked for: each topic shown reports the operations the principal may do on it
+  (`ctx.authorized_operations`; without an authorizer every operation Kafka supports on topics, 3576), a refused
+  one and an unknown id nothing (INT32_MIN); the cluster (v8-10) its operations with DESCRIBE on it (without an
+  authorizer every cluster operation, 8096), else 0. INT32_MIN when not asked for.
 
 Deviations: Kafka in KRaft mode answers UNKNOWN_TOPIC_OR_PARTITION (ZooKeeper mode: LEADER_NOT_AVAILABLE) for a topic
 it has just asked the controller to create; we create it synchronously and answer LEADER_NOT_AVAILABLE. A name that
 collides with an existing topic ('.' versus '_') is answered INVALID_TOPIC_EXCEPTION at once, where Kafka's
-controller refuses the creation later. Topics are listed in request order, or by name for "all topics" (Kafka's
-order is that of a hash set).
+controller refuses the creation later. Within each of the groups above topics are listed in request order, or by
+name for "all topics" (Kafka's order is that of a hash set).
 """
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import topic_names
 from ..protocol.error_codes import ErrorCode
@@ -43,6 +51,7 @@ from ..protocol.messages import MetadataResponse
 from ..protocol.wire import ZERO_UUID
 from ..cluster.controller import ControllerError
 from ..cluster.metadata import NO_LEADER
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import StorageError
 
 if TYPE_CHECKING:
@@ -53,9 +62,9 @@ MIN_VERSION = 0
 MAX_VERSION = 13
 
 AUTHORIZED_OPERATIONS_OMITTED = -2**31
-# With no authorizer Kafka grants everything it supports: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS on a topic; CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
-# ALTER_CONFIGS, IDEMPOTENT_WRITE on the cluster (bit n = ACL operation code n).
+# With no authorizer Kafka grants everything it supports, as ctx.authorized_operations answers then: READ, WRITE,
+# CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS on a topic; CREATE, ALTER, DESCRIBE,
+# CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE on the cluster (bit n = ACL operation code n).
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
 
@@ -86,16 +95,29 @@ async def handle(ctx: RequestContext, request) -> MetadataResponse:
     if _uses_ids_too_early(request, version):
         return _invalid_request_response(request)
     broker = ctx.broker
-    topics = _requested_topics(ctx, request, version)
+    answer = _requested_topics(ctx, request, version)
     if version >= 8 and request.include_topic_authorized_operations:
-        for topic in topics:
-            if topic.error_code != ErrorCode.UNKNOWN_TOPIC_ID:
-                topic.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS
+        for topic in answer.shown:
+            topic.topic_authorized_operations = ctx.authorized_operations(ResourceType.TOPIC, topic.name)
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-        cluster_operations = CLUSTER_AUTHORIZED_OPERATIONS
+        cluster_operations = _cluster_operations(ctx)
     return MetadataResponse(brokers=_brokers(ctx), cluster_id=broker.cluster_id, controller_id=broker.node_id,
-                            topics=topics, cluster_authorized_operations=cluster_operations)
+                            topics=answer.unknown_ids + answer.shown + answer.refused,
+                            cluster_authorized_operations=cluster_operations)
+
+
+class _Answer(NamedTuple):
+    """The topics of the response, in Kafka's order; only those `shown` report their authorized operations."""
+    unknown_ids: list
+    shown: list
+    refused: list
+
+
+def _cluster_operations(ctx: RequestContext) -> int:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _brokers(ctx: RequestContext) -> list:
@@ -125,20 +147,46 @@ def _invalid_request_response(request) -> MetadataResponse:
     return MetadataResponse(brokers=[], cluster_id=None, controller_id=-1, topics=topics)
 
 
-def _requested_topics(ctx: RequestContext, request, version: int) -> list:
+def _requested_topics(ctx: RequestContext, request, version: int) -> _Answer:
     broker = ctx.broker
     wanted = request.topics
     if wanted is None or (version == 0 and not wanted):
-        return [_describe(broker, info, version) for _, info in sorted(broker.topics().items())]
+        topics = sorted(broker.topics().items())
+        visible = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, [name for name, _ in topics],
+                                        log_if_denied=False)
+        return _Answer([], [_describe(broker, info, version) for name, info in topics if name in visible], [])
     ids = list(dict.fromkeys(topic.topic_id for topic in wanted if topic.topic_id != ZERO_UUID))
     if ids:
-        return _topics_by_id(broker, ids)
+        return _topics_by_id(ctx, ids)
+    names = list(dict.fromkeys(topic.name for topic in wanted if topic.name is not None))
+    visible = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     allow_creation = _auto_creation_allowed(broker, request, version)
-    names = dict.fromkeys(topic.name for topic in wanted if topic.name is not None)
-    return [_topic_by_name(ctx, name, allow_creation) for name in names]
+    not_creatable = _refused_creation(ctx, [name for name in names if name in visible], allow_creation)
+    shown = [_topic_by_name(ctx, name, allow_creation) for name in names
+             if name in visible and name not in not_creatable]
+    refused = ([_refused(name, is_internal=topic_names.is_internal(name)) for name in not_creatable]
+               + [_refused(name) for name in names if name not in visible])
+    return _Answer([], shown, refused)
 
 
-def _topics_by_id(broker, ids: list[uuid.UUID]) -> list:
+def _refused_creation(ctx: RequestContext, names: list[str], allow_creation: bool) -> list[str]:
+    """The missing topics among `names` that would be auto-created but that the principal may not CREATE: Kafka
+    asks for CREATE on the cluster (not logged when refused), else on each topic."""
+    missing = [name for name in names if ctx.broker.topic(name) is None] if allow_creation else []
+    if not missing or ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
+        return []
+    creatable = ctx.filter_authorized(AclOperation.CREATE, ResourceType.TOPIC, missing)
+    return [name for name in missing if name not in creatable]
+
+
+def _refused(name: str | None, *, topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False):
+    """A topic the principal may not see or create: no partitions, and no id unless it was asked by id."""
+    return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id,
+                 is_internal=is_internal, partitions=[])
+
+
+def _topics_by_id(ctx: RequestContext, ids: list[uuid.UUID]) -> _Answer:
+    broker = ctx.broker
     unknown, known = [], []
     for topic_id in ids:
         info = broker.topic_by_id(topic_id)
@@ -146,8 +194,12 @@ def _topics_by_id(broker, ids: list[uuid.UUID]) -> list:
             unknown.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id,
                                  partitions=[]))
         else:
-            known.append(_describe(broker, info, version=12))  # ids: v12+
-    return unknown + known
+            known.append(info)
+    visible = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, [info.name for info in known])
+    shown = [_describe(broker, info, version=12) for info in known if info.name in visible]  # ids: v12+
+    # Topic ids are not secret: Kafka names the refused one by its id.
+    refused = [_refused(None, topic_id=info.topic_id) for info in known if info.name not in visible]
+    return _Answer(unknown, shown, refused)
 
 
 def _auto_creation_allowed(broker, request, version: int) -> bool:

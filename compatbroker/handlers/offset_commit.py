@@ -1,6 +1,10 @@
 """OffsetCommit (API key 8), versions 0-10: store a group's consumed positions in `__consumer_offsets`.
 
 Behaviour, as Kafka 4.3's:
+- Authorization comes first: READ on the group, else every partition answers GROUP_AUTHORIZATION_FAILED and
+  nothing is looked at; then READ on each named topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before
+  the check that the topic exists, so that a denied principal cannot tell). A v10 topic id that names no topic
+  answers UNKNOWN_TOPIC_ID: there is no name to authorize.
 - Topics are named (v0-9) or given by id (v10). An unknown topic answers UNKNOWN_TOPIC_OR_PARTITION (v10: an
   unknown id answers UNKNOWN_TOPIC_ID), and so does a partition the topic does not have; the rest of the request
   goes on. When nothing is left, the group is not even looked at.
@@ -36,6 +40,7 @@ from ..coordinator.offsets import NO_TIMESTAMP, CommittedOffset, OffsetWriteErro
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetCommitResponse
 from ..protocol.wire import ZERO_UUID
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -62,10 +67,17 @@ class Wanted(NamedTuple):
 
 async def handle(ctx: RequestContext, request) -> OffsetCommitResponse:
     version = ctx.api_version
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(request, [[ErrorCode.GROUP_AUTHORIZATION_FAILED] * len(topic.partitions)
+                                   for topic in request.topics])
     answers = [[ErrorCode.NONE] * len(topic.partitions) for topic in request.topics]
+    resolved = [_resolve_topic(ctx.broker, topic, version) for topic in request.topics]
+    readable = ctx.filter_authorized(AclOperation.READ, ResourceType.TOPIC,
+                                     [name for name, _, _ in resolved if name is not None])
     wanted = []
-    for t, topic in enumerate(request.topics):
-        name, topic_id, error = _resolve_topic(ctx.broker, topic, version)
+    for t, (topic, (name, topic_id, error)) in enumerate(zip(request.topics, resolved, strict=True)):
+        if name is not None and name not in readable:
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         for p, partition in enumerate(topic.partitions):
             if error is not None:
                 answers[t][p] = error
@@ -76,6 +88,11 @@ async def handle(ctx: RequestContext, request) -> OffsetCommitResponse:
     if wanted:
         for item, error in zip(wanted, await _commit(ctx, request, wanted), strict=True):
             answers[item.topic_index][item.partition_index] = error
+    return _response(request, answers)
+
+
+def _response(request, answers: list[list[ErrorCode]]) -> OffsetCommitResponse:
+    """The answer of each partition, in the request's order."""
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         TopicResponse(name=topic.name, topic_id=topic.topic_id,
                       partitions=[PartitionResponse(partition_index=partition.partition_index, error_code=error)

@@ -2,6 +2,9 @@
 `delete_consumer_group_offsets`).
 
 Behaviour, as Kafka 4.3's:
+- Authorization first: DELETE on the group, else GROUP_AUTHORIZATION_FAILED alone and nothing is deleted; then
+  READ on each topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before the check that the topic
+  exists) and keep their offsets.
 - Group-level errors answer the error alone, without topics: INVALID_GROUP_ID for an empty group id,
   COORDINATOR_LOAD_IN_PROGRESS while `__consumer_offsets` loads, NOT_COORDINATOR for a group
   another node coordinates, GROUP_ID_NOT_FOUND for a group that neither
@@ -22,6 +25,7 @@ from ..coordinator.group import CONSUMER_PROTOCOL_TYPE
 from ..coordinator.offsets import OffsetWriteError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetDeleteResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -38,6 +42,9 @@ async def handle(ctx: RequestContext, request) -> OffsetDeleteResponse:
     coordinator = coordinator_of(ctx.broker)
     store = coordinator.offsets
     group_id = request.group_id
+    if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0)
+    readable = ctx.filter_authorized(AclOperation.READ, ResourceType.TOPIC, [topic.name for topic in request.topics])
     error = _group_error(coordinator, store, group_id)
     if error != ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=error, throttle_time_ms=0)
@@ -48,7 +55,8 @@ async def handle(ctx: RequestContext, request) -> OffsetDeleteResponse:
         partitions = []
         for partition in topic.partitions:
             index = partition.partition_index
-            answer = _partition_error(ctx.broker, topic.name, index, subscribed)
+            answer = (_partition_error(ctx.broker, topic.name, index, subscribed) if topic.name in readable
+                      else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             if answer == ErrorCode.NONE:
                 doomed.append((topic.name, index))
             partitions.append(PartitionResponse(partition_index=index, error_code=answer))

@@ -14,11 +14,20 @@ Behaviour, as Kafka 4.3's:
 - While `__consumer_offsets` loads, the group answers COORDINATOR_LOAD_IN_PROGRESS (NOT_COORDINATOR when another
   node coordinates it): as the top-level error in v2-7, as the group's error in v8+, and on every requested
   partition in v0-1, which have no top-level error.
+- Authorization, as Kafka's: DESCRIBE on each group, else the group answers GROUP_AUTHORIZATION_FAILED alone (as
+  its error in v8+, the top-level error in v2-7; in v0-1 on every requested partition, as group errors are here).
+  A named topic the principal
+  may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED (offset -1) on its partitions, its offsets not read; "all
+  partitions" leaves such topics out. A v10 topic id that names no topic answers UNKNOWN_TOPIC_ID (nothing to
+  authorize).
 - `member_id` and `member_epoch` (v9+) only matter for KIP-848 consumer groups, which this broker does not run.
 
 Deviations: v0 answers UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not have, as Kafka did when v0
 read ZooKeeper (Kafka 4 no longer serves v0); offsets come from `__consumer_offsets` for every version. Topics
-answered for "all partitions" are sorted by name, partitions by index (Kafka: hash-map order).
+answered for "all partitions" are sorted by name, partitions by index (Kafka: hash-map order). Denied topics keep
+their place in the request's order (Kafka answers them after the others). A v1 request denied its group gets the
+error on every partition asked for, as v0 does (Kafka 4, whose v1 has nowhere to put a group error, answers no
+partitions at all).
 """
 from __future__ import annotations
 
@@ -30,6 +39,7 @@ from ..coordinator.offsets import NO_LEADER_EPOCH, NO_OFFSET
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetFetchResponse
 from ..protocol.wire import ZERO_UUID
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -96,15 +106,21 @@ def _wanted(broker, topics, version: int) -> list[_Wanted] | None:
 
 def _fetch_group(ctx: RequestContext, store, group_id: str, wanted: list[_Wanted] | None,
                  require_stable: bool) -> tuple[ErrorCode, list[_Topic]]:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     error = store.error_for(group_id)
     if error is not ErrorCode.NONE:
         return error, []
     if wanted is None:
         return ErrorCode.NONE, _all_partitions(ctx, store, group_id, require_stable)
+    describable = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                        [topic.name for topic in wanted if topic.name is not None])
     topics = []
     for topic in wanted:
         if topic.name is None:
             partitions = [_Partition(index, error=ErrorCode.UNKNOWN_TOPIC_ID) for index in topic.partitions]
+        elif topic.name not in describable:
+            partitions = [_Partition(index, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for index in topic.partitions]
         else:
             partitions = [_partition(ctx, store, group_id, topic.name, index, require_stable)
                           for index in topic.partitions]
@@ -131,8 +147,11 @@ def _all_partitions(ctx: RequestContext, store, group_id: str, require_stable: b
         else:
             answer = _Partition(index, committed.offset, committed.leader_epoch, committed.metadata)
         by_topic.setdefault(topic, []).append(answer)
+    describable = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic)
     topics = []
     for name, partitions in by_topic.items():
+        if name not in describable:  # the principal may not even learn that the group reads it
+            continue
         info = ctx.broker.topic(name)
         if ctx.api_version >= 10 and info is None:
             continue  # named by id from v10: a topic that no longer exists cannot be named

@@ -18,6 +18,8 @@ Behaviour, as Kafka's leader answers:
   no replica of the partition, or a follower, answers NOT_LEADER_OR_FOLLOWER. `current_leader_epoch` (v2+) other
   than -1 is checked first: older than the partition's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. An unknown
   topic or partition answers UNKNOWN_TOPIC_OR_PARTITION. Errors carry epoch -1 and end offset -1.
+- Authorization: CLUSTER_ACTION on the cluster (brokers) allows every topic; otherwise each topic needs DESCRIBE
+  (consumers, KIP-320), else its partitions answer TOPIC_AUTHORIZATION_FAILED with epoch -1 and end offset -1.
 - `replica_id` (v3+) does not change the answer: a follower and a consumer are told the same, as on Kafka.
 - Topics are answered in request order, a topic named twice twice (Kafka's request collection keeps both).
   Version 0 answers carry no epoch (the field starts at version 1).
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetForLeaderEpochResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from .partition_leadership import replica_error
 
 if TYPE_CHECKING:
@@ -45,10 +48,22 @@ EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
 async def handle(ctx: RequestContext, request) -> OffsetForLeaderEpochResponse:
-    topics = [TopicResult(topic=topic.topic, partitions=[_answer(ctx.broker, topic.topic, partition)
-                                                         for partition in topic.partitions])
+    allowed = _describable(ctx, request.topics)
+    topics = [TopicResult(topic=topic.topic, partitions=[
+                  _answer(ctx.broker, topic.topic, partition) if topic.topic in allowed
+                  else _error(partition.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                  for partition in topic.partitions])
               for topic in request.topics]
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+
+def _describable(ctx: RequestContext, topics) -> set[str]:
+    """The topics the principal may ask about: all with CLUSTER_ACTION (not logged when refused, as Kafka),
+    else those it may DESCRIBE."""
+    names = [topic.topic for topic in topics]
+    if ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
+        return set(names)
+    return ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
 
 
 def _answer(broker, topic: str, partition) -> EpochEndOffset:

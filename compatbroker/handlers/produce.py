@@ -52,8 +52,12 @@ Behaviour, as Kafka's:
   NOT_COORDINATOR, and below v12 CONCURRENT_TRANSACTIONS, as NOT_ENOUGH_REPLICAS ("Unable to verify the partition
   has been added to the transaction. Underlying error: ..."), a retriable code that old clients retry without a
   metadata refresh; any other code as itself. Messages go out from v8.
-- A request with a transactional batch but no `transactional_id` answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-  for every partition, and one whose transactional batches name more than one producer id and epoch
+- Authorization (KafkaApis.handleProduceRequest), before anything is appended: a request with a transactional
+  batch needs WRITE on its `transactional_id` (none, or not allowed: TRANSACTIONAL_ID_AUTHORIZATION_FAILED for
+  every partition); then each topic needs WRITE, else its partitions answer TOPIC_AUTHORIZATION_FAILED (checked
+  before the topic's existence, so an unknown topic does not show; an unknown v13 topic id is still
+  UNKNOWN_TOPIC_ID). Idempotent batches need nothing more: Kafka checks IDEMPOTENT_WRITE in InitProducerId.
+- A request whose transactional batches name more than one producer id and epoch answers
   INVALID_PRODUCER_ID_MAPPING for every partition; nothing of it is appended (with acks=0 the connection closes).
 - Order: the appends of one connection happen in request order (the server starts handlers in arrival order and
   an append runs before the handler's first await). A transactional append that has to wait for the coordinator
@@ -82,6 +86,7 @@ from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CREATE_TIME, LENGTH_OFF
 from ..protocol.records.compression import CODEC_MASK, DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
+from ..security.acls.types import AclOperation, ResourceType
 from ..storage import StorageError
 from . import CloseConnection
 from .partition_leadership import leader_hint, replica_error
@@ -128,16 +133,19 @@ async def handle(ctx: RequestContext, request) -> ProduceResponse | None:
     version = ctx.api_version
     broker = ctx.broker
     now_ms = broker.now_ms()
-    producer = _transactional_producer(request)
+    producer = _transactional_producer(ctx, request)
+    names = [_topic_name(broker, topic_data, version) for topic_data in request.topic_data]
+    denied = _unwritable_topics(ctx, names) if not isinstance(producer, ErrorCode) else _NOTHING
     appended = []
     waiting = []
     responses = []
-    for topic_data in request.topic_data:
-        name = _topic_name(broker, topic_data, version)
+    for topic_data, name in zip(request.topic_data, names):
         partitions = []
         for partition_data in topic_data.partition_data:
             if isinstance(producer, ErrorCode):
                 response, written = _error(partition_data.index, producer), None
+            elif denied and name in denied:
+                response, written = _error(partition_data.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), None
             else:
                 response, written = _produce_partition(ctx, request, name, partition_data, now_ms, producer)
             if isinstance(response, _Waiting):
@@ -158,6 +166,18 @@ async def handle(ctx: RequestContext, request) -> ProduceResponse | None:
         await _wait_for_isr(broker, appended, request.timeout_ms)
     return ProduceResponse(responses=responses, throttle_time_ms=0,
                            node_endpoints=_leader_hints(ctx, responses) if version >= 10 else [])
+
+
+_NOTHING = frozenset()
+
+
+def _unwritable_topics(ctx: RequestContext, names: list[str | None]) -> frozenset[str] | set[str]:
+    """The named topics the principal may not WRITE to (unknown ids aside: they answer UNKNOWN_TOPIC_ID). With no
+    authorizer this costs one attribute check per request, nothing per partition."""
+    if ctx.broker.security.authorizer is None:
+        return _NOTHING
+    known = [name for name in names if name is not None]
+    return set(known) - ctx.filter_authorized(AclOperation.WRITE, ResourceType.TOPIC, known)
 
 
 def _topic_name(broker, topic_data, version: int) -> str | None:
@@ -218,9 +238,10 @@ def _isr_too_small(state, log_) -> bool:
 
 # --- transactional batches -----------------------------------------------------------------------------------
 
-def _transactional_producer(request) -> tuple[int, int] | ErrorCode | None:
+def _transactional_producer(ctx: RequestContext, request) -> tuple[int, int] | ErrorCode | None:
     """(producer id, epoch) of the request's transactional batches; None when it has none; the error of the whole
-    request when they have no transactional id or more than one producer (Kafka checks both before anything)."""
+    request when they have no transactional id, one the principal may not WRITE, or more than one producer (Kafka
+    checks these before anything)."""
     producers = set()
     for topic_data in request.topic_data:
         for partition_data in topic_data.partition_data:
@@ -229,7 +250,8 @@ def _transactional_producer(request) -> tuple[int, int] | ErrorCode | None:
                 producers.add(_PRODUCER.unpack_from(records, PRODUCER_ID_OFFSET))
     if not producers:
         return None
-    if request.transactional_id is None:
+    if request.transactional_id is None or not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                             request.transactional_id):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if len(producers) > 1:
         return ErrorCode.INVALID_PRODUCER_ID_MAPPING

@@ -7,6 +7,8 @@ first) it is answered at once with the member's assignment. See `coordinator/mem
 Version differences: v3 adds `group_instance_id`; v4 is the first flexible version; v5 adds the protocol type and
 name to both request and response (KIP-559): both must be present in a v5 request (else
 INCONSISTENT_GROUP_PROTOCOL, as Kafka checks first) and must match the group's.
+Authorization, as Kafka's, right after that protocol check: READ on the group, else GROUP_AUTHORIZATION_FAILED
+and the group is not touched.
 Errors: INVALID_GROUP_ID for an empty group id, COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR for a
 group another node coordinates (also for a parked request when the group moves away), and from the group:
 UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, INCONSISTENT_GROUP_PROTOCOL.
@@ -21,6 +23,7 @@ from ..coordinator.group import SyncResult
 from ..coordinator.membership import SyncArgs
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import SyncGroupResponse
+from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -34,6 +37,8 @@ async def handle(ctx: RequestContext, request) -> SyncGroupResponse:
     version = ctx.api_version
     if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         return response(version, SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return response(version, SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if not request.group_id:
         return response(version, SyncResult(ErrorCode.INVALID_GROUP_ID))
     coordinator = coordinator_of(ctx.broker)

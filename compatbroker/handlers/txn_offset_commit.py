@@ -3,6 +3,10 @@ transaction; they become visible to OffsetFetch only when the transaction commit
 
 Behaviour, as Kafka 4.3's (KafkaApis.handleTxnOffsetCommitRequest, the group coordinator's
 commitTransactionalOffsets):
+- Authorization first: WRITE on the transactional id, else every partition answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATION_FAILED; nothing is stored
+  then. Each topic needs READ, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before its existence is
+  looked at) and the rest goes on.
 - An unknown topic, or a partition the topic does not have, answers UNKNOWN_TOPIC_OR_PARTITION; the rest goes on,
   and when nothing is left the group is not looked at. An empty group id answers INVALID_GROUP_ID.
 - A group another node coordinates answers NOT_COORDINATOR before anything else. The producer is verified with
@@ -36,6 +40,7 @@ from ..coordinator import coordinator_of
 from ..coordinator.offsets import CommittedOffset
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import TxnOffsetCommitResponse
+from ..security.acls.types import AclOperation, ResourceType
 from ..topic_names import GROUP_METADATA_TOPIC
 from .offset_commit import Wanted, store_offsets
 
@@ -59,11 +64,17 @@ PartitionResponse = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 
 async def handle(ctx: RequestContext, request) -> TxnOffsetCommitResponse:
     version = ctx.api_version
+    refused = _request_refused(ctx, request)
+    if refused is not None:
+        return _response(request, [[refused] * len(topic.partitions) for topic in request.topics])
+    readable = ctx.filter_authorized(AclOperation.READ, ResourceType.TOPIC, [topic.name for topic in request.topics])
     answers = [[ErrorCode.NONE] * len(topic.partitions) for topic in request.topics]
     wanted = []
     for t, topic in enumerate(request.topics):
         for p, partition in enumerate(topic.partitions):
-            if ctx.broker.has_partition(topic.name, partition.partition_index):
+            if topic.name not in readable:
+                answers[t][p] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif ctx.broker.has_partition(topic.name, partition.partition_index):
                 wanted.append(Wanted(t, p, partition, topic.name, ctx.broker.topic(topic.name).topic_id))
             else:
                 answers[t][p] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -72,6 +83,19 @@ async def handle(ctx: RequestContext, request) -> TxnOffsetCommitResponse:
             if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and version < FIRST_LOAD_ERROR_VERSION:
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             answers[item.topic_index][item.partition_index] = error
+    return _response(request, answers)
+
+
+def _request_refused(ctx: RequestContext, request) -> ErrorCode | None:
+    """Kafka's checks of the whole request: the transactional id (the producer id goes with it), then the group."""
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return None
+
+
+def _response(request, answers: list[list[ErrorCode]]) -> TxnOffsetCommitResponse:
     return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
         TopicResponse(name=topic.name, partitions=[
             PartitionResponse(partition_index=partition.partition_index, error_code=error)

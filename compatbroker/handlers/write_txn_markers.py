@@ -15,6 +15,9 @@ for a coordinator epoch older than the partition's last marker's, and KAFKA_STOR
 the append. A marker for a producer without an open transaction on the partition is written all the same, as
 Kafka writes it (it completes nothing).
 
+Authorization: the request needs ALTER on the cluster (not logged when refused) or CLUSTER_ACTION on it (what
+brokers hold); otherwise every listed partition answers CLUSTER_AUTHORIZATION_FAILED and nothing is written.
+
 Versions 0 and 1 differ only in their encoding (Kafka 3.9 serves both; 4.0 removed v0, KIP-896, so `--emulate 4.0`
 and later do not offer it). Version 2 (KIP-1228) adds the marker's `transaction_version`; this broker accepts it
 and needs nothing from it, since storage checks a marker's producer epoch the same way for both transaction
@@ -29,7 +32,9 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..coordinator.transactions.markers import write_markers_here
+from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import WriteTxnMarkersResponse
+from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -44,16 +49,35 @@ PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
 
 
 async def handle(ctx: RequestContext, request) -> WriteTxnMarkersResponse:
+    if not _authorized(ctx):
+        return WriteTxnMarkersResponse(markers=[_refused(marker) for marker in request.markers])
     results = await asyncio.gather(*(_write(ctx, marker) for marker in request.markers))
     return WriteTxnMarkersResponse(markers=list(results))
 
 
+def _authorized(ctx: RequestContext) -> bool:
+    return (ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False)
+            or ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME))
+
+
+def _partitions(marker) -> list[tuple[str, int]]:
+    return list(dict.fromkeys((topic.name, index) for topic in marker.topics for index in topic.partition_indexes))
+
+
+def _refused(marker):
+    partitions = _partitions(marker)
+    return _result(marker, partitions, dict.fromkeys(partitions, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+
+
 async def _write(ctx: RequestContext, marker):
-    partitions = list(dict.fromkeys((topic.name, index) for topic in marker.topics
-                                    for index in topic.partition_indexes))
+    partitions = _partitions(marker)
     codes = await write_markers_here(ctx.broker, producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                                 coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,
                                 partitions=partitions)
+    return _result(marker, partitions, codes)
+
+
+def _result(marker, partitions: list[tuple[str, int]], codes):
     by_topic: dict[str, list] = {}
     for topic, index in partitions:
         by_topic.setdefault(topic, []).append(PartitionResult(partition_index=index, error_code=codes[topic, index]))
