@@ -1,6 +1,7 @@
 """The `compatbroker` command line (also `python -m compatbroker`).
 
-- `compatbroker serve ...` runs the broker (`--nodes N`: a test cluster of N brokers in this process);
+- `compatbroker serve ...` runs the broker (`--nodes N`: a test cluster of N brokers in this process; `--dev-tls`:
+  with an SSL listener and a generated CA, `compatbroker.toolkit.dev_tls`);
 - `compatbroker control --control HOST:PORT COMMAND ...` talks to the control endpoint of a running broker (one
   started with `--control-listen`) and prints its answer as JSON.
 
@@ -50,6 +51,10 @@ def _add_serve(sub) -> None:
                        help="also serve the HTTP/JSON control API for tests (fault injection, down/up, topics, "
                             "records, committed offsets, request log) on this address, port 0 for a free one; "
                             "its URL is printed as a second stdout line, 'compatbroker control on URL'")
+    serve.add_argument("--dev-tls", action="store_true",
+                       help="serve TLS with a generated CA and broker certificate (kept in DATA_DIR/dev-tls/): adds "
+                            "an SSL listener (the first listener's port + 1) unless there is one, and prints where "
+                            "the CA certificate clients must trust is")
     serve.add_argument("--emulate", metavar="RELEASE",
                        help="advertise and serve the API versions of this Apache Kafka release (e.g. 3.9)")
     serve.add_argument("--nodes", metavar="N", type=_positive, default=1,
@@ -112,6 +117,29 @@ def _add_control(sub) -> None:
     move.add_argument("topic")
     move.add_argument("partition", type=int)
     move.add_argument("node_id", type=int)
+
+    add_user = commands.add_parser("add-user", help="store a user's SCRAM credentials")
+    add_user.add_argument("name")
+    add_user.add_argument("password")
+    add_user.add_argument("--mechanism", action="append", dest="mechanisms",
+                          help="SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable; default both)")
+    add_user.add_argument("--iterations", type=int, default=4096, help="PBKDF2 iterations (default 4096)")
+    remove_user = commands.add_parser("remove-user", help="delete a user's SCRAM credentials")
+    remove_user.add_argument("name")
+    remove_user.add_argument("--mechanism", action="append", dest="mechanisms", help="only this one (repeatable)")
+    commands.add_parser("users", help="show the users with SCRAM credentials")
+    for name, text in (("acls", "show the ACL bindings matching a filter"),
+                       ("add-acl", "add an ACL binding"),
+                       ("remove-acls", "remove the ACL bindings matching a filter")):
+        acl = commands.add_parser(name, help=text)
+        needed = name == "add-acl"  # a binding names its resource, principal and operation; a filter need not
+        acl.add_argument("--resource-type", required=needed, help="TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, ...")
+        acl.add_argument("--name", required=needed, help="the resource name (kafka-cluster for CLUSTER)")
+        acl.add_argument("--pattern-type", help="LITERAL (default for add-acl), PREFIXED; in filters also MATCH")
+        acl.add_argument("--principal", required=needed, help="e.g. User:alice")
+        acl.add_argument("--host", help="a client IP address, or * (default for add-acl)")
+        acl.add_argument("--operation", required=needed, help="READ, WRITE, DESCRIBE, ALL, ...")
+        acl.add_argument("--permission", help="ALLOW (default for add-acl) or DENY")
 
     records = commands.add_parser("records", help="show the records stored in a partition")
     records.add_argument("topic")
@@ -191,6 +219,8 @@ def serve(args) -> int:
         config = BrokerConfig.from_sources(config_file=args.config, overrides=overrides,
                                            listen=args.listen[0] if args.listen else None,
                                            advertised_listener=args.advertised_listener, data_dir=args.data_dir)
+        if args.dev_tls:
+            config = _with_dev_tls(args, config, overrides)
         options = _cluster_options(args, config)
     except ConfigError as exc:
         print(f"compatbroker: {exc}", file=sys.stderr)
@@ -203,7 +233,28 @@ def serve(args) -> int:
         except StartupError as exc:
             print(f"compatbroker: {exc}", file=sys.stderr)
             return EXIT_STARTUP_FAILED
+    if args.dev_tls:
+        from .toolkit.dev_tls import DevTlsNotice, ca_file_of
+        options["services"] = [*options.get("services", []), DevTlsNotice(ca_file_of(config))]
     return run(config, **options)
+
+
+def _with_dev_tls(args, config, overrides: list[str]):
+    """The configuration with --dev-tls's SSL listener and generated keystore (compatbroker.toolkit.dev_tls)."""
+    from .config import BrokerConfig, ConfigError
+    from .toolkit.dev_tls import dev_tls_overrides
+
+    if len(args.listen) > 1:
+        raise ConfigError("--dev-tls: give the SSL listeners of each node in --listen yourself, or one --listen")
+    try:
+        added = dev_tls_overrides(config, args.nodes)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--dev-tls: cannot make the certificates: {exc}") from None
+    # `listeners` now comes from the overrides, which already hold the --listen address
+    return BrokerConfig.from_sources(config_file=args.config, overrides=[*overrides, *added],
+                                     listen=None if any(item.startswith("listeners=") for item in added)
+                                     else (args.listen[0] if args.listen else None),
+                                     advertised_listener=args.advertised_listener, data_dir=args.data_dir)
 
 
 def _cluster_options(args, config) -> dict:
@@ -256,6 +307,17 @@ def _control_call(client, args):
         return client.transactions(args.transactional_id)
     if command == "requests":
         return client.clear_requests() if args.clear else client.requests(args.since, args.api)
+    if command == "add-user":
+        return client.add_user(args.name, args.password, args.mechanisms, args.iterations)
+    if command == "remove-user":
+        return client.remove_user(args.name, args.mechanisms)
+    if command in ("acls", "add-acl", "remove-acls"):
+        fields = {"resource_type": args.resource_type, "name": args.name, "pattern_type": args.pattern_type,
+                  "principal": args.principal, "host": args.host, "operation": args.operation,
+                  "permission": args.permission}
+        if command == "add-acl":
+            return client.add_acls([{key: value for key, value in fields.items() if value is not None}])
+        return (client.acls if command == "acls" else client.remove_acls)(**fields)
     if command in ("stop-node", "start-node"):
         return (client.stop_node if command == "stop-node" else client.start_node)(args.node_id)
     if command == "isolate-node":
@@ -268,7 +330,7 @@ def _control_call(client, args):
         return client.move_leader(args.topic, args.partition, args.node_id)
     simple = {"clear-faults": client.clear_faults, "faults": client.faults, "down": client.down, "up": client.up,
               "status": client.status, "topics": client.topics, "nodes": client.nodes,
-              "restore-nodes": client.restore_nodes}
+              "restore-nodes": client.restore_nodes, "users": client.users}
     return simple[command]()
 
 

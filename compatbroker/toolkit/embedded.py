@@ -14,6 +14,12 @@ Both modes offer the same helpers: create topics; inject errors, latency and dro
 down and up; read what it stored (topics, records, committed offsets) and which requests it received, and on which
 node. `restart()` stops and starts it on the same ports and data (fault rules and the request log start afresh).
 
+`EmbeddedBroker(security=SecuritySetup(...))` (compatbroker.toolkit.security) is a secured broker: one listener per
+entry of the setup (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, ...; each on a free port), its certificates, SASL
+users (SCRAM users are stored once it runs), OAUTHBEARER validation and ACLs. `bootstrap_servers_for(listener)`
+gives a listener's address and `client_config(family, listener, user=...)` a client library's ready configuration;
+`add_user`, `remove_user`, `add_acl` and `remove_acls` change users and ACLs while it runs.
+
 `EmbeddedBroker(nodes=3)` is a cluster of three brokers (node ids 0, 1, 2, each on a port of its own, `racks` for
 their `broker.rack`) in that one thread or process; `bootstrap_servers` then names every node. The cluster helpers
 stop and start a node (its listener closes and leadership fails over, as when a broker dies), isolate one from
@@ -35,9 +41,12 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from .faults import RequestLogEntry
+
+if TYPE_CHECKING:
+    from .security import SecuritySetup
 
 THREAD = "thread"
 SUBPROCESS = "subprocess"
@@ -47,7 +56,8 @@ STOP_TIMEOUT_S = 10.0
 CALL_TIMEOUT_S = 60.0
 _LISTENING = re.compile(r"^compatbroker listening on (?P<host>\[[^\]]+\]|[^\s:]+):(?P<port>\d+)$")
 _CONTROL = re.compile(r"^compatbroker control on (?P<url>http://\S+)$")
-_NODE_LISTENING = re.compile(r"^compatbroker node \d+ listening on ")
+# the lines after the first that say where listeners are: other nodes', and each node's further listeners
+_NODE_LISTENING = re.compile(r"^compatbroker (node \d+ listening on |(node \d+ )?listener \S+ \(\w+\) on )")
 
 
 class EmbeddedBrokerError(RuntimeError):
@@ -65,7 +75,7 @@ class TopicSummary:
 @dataclass(frozen=True)
 class NodeSummary:
     """A node of the cluster: `up` when it listens, `alive` for the controller (False once stopped), `isolated`
-    from replication, and how many partitions it leads."""
+    from replication, how many partitions it leads, and where each of its listeners is ({name: host:port})."""
 
     node_id: int
     rack: str | None
@@ -74,6 +84,7 @@ class NodeSummary:
     alive: bool
     isolated: bool
     leader_of: int
+    listeners: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,14 +118,16 @@ class EmbeddedBroker:
     def __init__(self, settings: Mapping[str, object] | None = None, *, mode: str = THREAD,
                  data_dir: str | os.PathLike | None = None, host: str = "127.0.0.1", port: int = 0,
                  emulate: str | None = None, control_listen: str | None = None, log_level: str = "WARNING",
-                 nodes: int = 1, racks: Sequence[str | None] | None = None):
+                 nodes: int = 1, racks: Sequence[str | None] | None = None, security: SecuritySetup | None = None):
         """Start a broker. `settings` are broker settings by Kafka name (`{"num.partitions": 3}`); `data_dir`
         keeps the data somewhere of your own (it is then not removed); `emulate` names a Kafka release whose API
         versions the broker advertises; `control_listen` (HOST:PORT) also opens the HTTP control endpoint in
         thread mode (subprocess mode always has one); `log_level` is a subprocess broker's --log-level (a broker
         in a thread logs through this process's `logging`, as `compatbroker.*` loggers). `nodes` > 1 starts a
         cluster of that many brokers (ids 0..nodes-1) on ports counting up from `port` (each a free one when 0),
-        `racks` giving each node's broker.rack."""
+        `racks` giving each node's broker.rack. `security` makes it a secured broker (see the module docstring):
+        its listeners replace the single PLAINTEXT one (`port` is then the first listener's), and `settings` win
+        over the setup's."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
@@ -125,7 +138,10 @@ class EmbeddedBroker:
         self.nodes = nodes
         self.racks = list(racks) if racks is not None else None
         self.ports: dict[int, int] = {}  # node id -> its port, once started
-        self.settings = {str(name): str(value) for name, value in (settings or {}).items()}
+        self.listener_ports: dict[int, dict[str, int]] = {}  # node id -> {listener name: port}, once started
+        self.security = security
+        self.settings = dict(security.broker_settings()) if security is not None else {}
+        self.settings.update({str(name): str(value) for name, value in (settings or {}).items()})
         self.host = host
         self.port = port
         self.emulate = emulate
@@ -149,6 +165,24 @@ class EmbeddedBroker:
         cluster every node's, comma-separated (so that a client finds the cluster while some node is stopped)."""
         ports = list(self.ports.values()) or [self.port]
         return ",".join(self._address(port) for port in ports)
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """`host:port` of a listener (by name: "SSL", "SASL_SSL", ...), every node's in a cluster."""
+        self._require_running()
+        name = listener.upper()
+        missing = [node for node, ports in self.listener_ports.items() if name not in ports]
+        if missing:
+            known = ", ".join(next(iter(self.listener_ports.values()), {})) or "none"
+            raise ValueError(f"no listener {listener!r}; the listeners are {known}")
+        return ",".join(self._address(ports[name]) for ports in self.listener_ports.values())
+
+    def client_config(self, family: str, listener: str, **options) -> dict:
+        """A ready configuration of a client family for one listener of a secured broker, with its bootstrap
+        address: `SecuritySetup.client_config` (options: user, password, mechanism, certificate, ca_file, token)."""
+        if self.security is None:
+            raise EmbeddedBrokerError("client_config needs a secured broker: EmbeddedBroker(security=SecuritySetup())")
+        return self.security.client_config(family, listener, bootstrap=self.bootstrap_servers_for(listener),
+                                           **options)
 
     @property
     def node_ids(self) -> list[int]:
@@ -320,6 +354,41 @@ class EmbeddedBroker:
         """Undo every node fault: stopped nodes start, isolated ones rejoin, delayed ones copy on time."""
         self._call().restore_nodes()
 
+    # --- SCRAM users and ACLs -------------------------------------------------------------------------------------
+
+    def add_user(self, name: str, password: str, mechanisms: Sequence[str] | None = None,
+                 iterations: int = 4096) -> dict:
+        """Store SCRAM credentials of a user (default: SCRAM-SHA-256 and SCRAM-SHA-512)."""
+        return self._call().add_user(name, password, list(mechanisms) if mechanisms is not None else None,
+                                     iterations)
+
+    def remove_user(self, name: str, mechanisms: Sequence[str] | None = None) -> dict:
+        return self._call().remove_user(name, list(mechanisms) if mechanisms is not None else None)
+
+    def users(self) -> dict[str, list[dict]]:
+        """{user: [{"mechanism", "iterations"}]} of the SCRAM credential store."""
+        return self._call().users()
+
+    def add_acl(self, resource_type: str, name: str, principal: str, operation: str, *,
+                pattern_type: str = "LITERAL", host: str = "*", permission: str = "ALLOW") -> list[dict]:
+        """Add one ACL binding, names as Kafka's (e.g. add_acl("TOPIC", "orders-", "User:alice", "READ",
+        pattern_type="PREFIXED")); answers it ([] when it existed)."""
+        return self.add_acls([{"resource_type": resource_type, "name": name, "pattern_type": pattern_type,
+                               "principal": principal, "host": host, "operation": operation,
+                               "permission": permission}])
+
+    def add_acls(self, acls: Sequence[Mapping[str, object]]) -> list[dict]:
+        return self._call().add_acls([dict(acl) for acl in acls])
+
+    def acls(self, **acl_filter) -> list[dict]:
+        """The ACL bindings matching a filter (resource_type, name, pattern_type, principal, host, operation,
+        permission; left out: any)."""
+        return self._call().acls(*_acl_filter_args(acl_filter))
+
+    def remove_acls(self, **acl_filter) -> list[dict]:
+        """Remove the ACL bindings matching the filter (as `acls`); answers them."""
+        return self._call().remove_acls(*_acl_filter_args(acl_filter))
+
     # --- the request log ------------------------------------------------------------------------------------------
 
     def requests(self, since: int = 0, api: str | int | None = None) -> list[RequestLogEntry]:
@@ -355,15 +424,17 @@ class EmbeddedBroker:
         from .control.operations import ControlOperations
         from .runtime import toolkit_for
 
+        overrides = [f"{name}={value}" for name, value in self._settings_with_listeners().items()]
         try:
-            config = BrokerConfig.from_sources(overrides=[f"{name}={value}" for name, value in self.settings.items()],
-                                               listen=self._address(self.port), data_dir=self.data_dir)
+            config = BrokerConfig.from_sources(overrides=overrides, listen=None if self.security is not None else
+                                               self._address(self.port), data_dir=self.data_dir)
             toolkit = toolkit_for(emulate=self.emulate, control_listen=self._control_listen, record_requests=True)
         except (ConfigError, StartupError) as exc:
             raise EmbeddedBrokerError(str(exc)) from None
         listeners = None
-        if self.nodes > 1 and self.ports:  # a restart: every node on its port again
-            listeners = [(Endpoint("PLAINTEXT", self.host, port),) for port in self.ports.values()]
+        if self.nodes > 1 and self.listener_ports:  # a restart: every node on its ports again
+            listeners = [tuple(Endpoint(name, self.host, port) for name, port in ports.items())
+                         for ports in self.listener_ports.values()]
         runtime = ClusterRuntime(config, nodes=self.nodes, racks=self.racks, node_listeners=listeners,
                                  **toolkit.runtime_options())
         loop_thread = self._resources.loop_thread()
@@ -374,31 +445,61 @@ class EmbeddedBroker:
         self._resources.runtime = runtime
         self._resources.control_url = toolkit.control.url if toolkit.control is not None else None
         self._ops = _OnLoop(loop_thread, ControlOperations(runtime, toolkit.injector))
-        self._learn_ports()
+        self._started()
 
     def _start_subprocess(self) -> None:
         from .control.client import ControlClient
 
         command = [sys.executable, "-m", "compatbroker", "serve", "--data-dir", self.data_dir,
                    "--control-listen", self._control_listen or "127.0.0.1:0", "--log-level", self._log_level]
-        for port in (self.ports.values() if self.nodes > 1 and self.ports else [self.port]):
-            command += ["--listen", self._address(port)]  # a restart: every node on its port again
+        command += self._listen_options()
         if self.nodes > 1:
             command += ["--nodes", str(self.nodes)]
             if self.racks is not None:
                 command += ["--racks", ",".join(rack or "" for rack in self.racks)]
-        for name, value in self.settings.items():
+        for name, value in self._settings_with_listeners().items():
             command += ["--set", f"{name}={value}"]
         if self.emulate is not None:
             command += ["--emulate", self.emulate]
         url = self._resources.start_process(command, self.log_path)
         self._resources.control_url = url
         self._ops = ControlClient(url, timeout_s=CALL_TIMEOUT_S)
+        self._started()
+
+    def _settings_with_listeners(self) -> dict[str, str]:
+        """The settings, with a secured broker's `listeners` (on their ports again after a first start)."""
+        if self.security is None or "listeners" in self.settings:
+            return self.settings
+        ports = next(iter(self.listener_ports.values()), None)
+        if ports is None and self.port:
+            ports = {next(iter(self.security.listener_protocols)): self.port}
+        return {**self.settings, "listeners": self.security.listeners_setting(self.host, ports)}
+
+    def _listen_options(self) -> list[str]:
+        """`--listen` options of the broker process: a restarted cluster's nodes each on their ports again; a
+        plain broker on its port; a secured single broker takes its listeners from the settings."""
+        if self.nodes > 1 and self.listener_ports:
+            return [option for ports in self.listener_ports.values()
+                    for option in ("--listen", ",".join(f"{name}://{self._address(port)}"
+                                                        for name, port in ports.items()))]
+        return [] if self.security is not None else ["--listen", self._address(self.port)]
+
+    def _started(self) -> None:
+        """Learn the ports; a secured broker's SCRAM users go into its credential store."""
         self._learn_ports()
+        if self.security is not None:
+            users: dict[str, tuple[str, list[str]]] = {}
+            for user, mechanism, password in self.security.scram_users():
+                users.setdefault(user, (password, []))[1].append(mechanism)
+            for user, (password, mechanisms) in users.items():
+                self._ops.add_user(user, password, mechanisms, 4096)
 
     def _learn_ports(self) -> None:
-        """Each node's port, as the running broker reports it; `port` is the first node's."""
-        self.ports = {node["node_id"]: int(node["address"].rpartition(":")[2]) for node in self._ops.nodes()}
+        """Each node's port and listeners' ports, as the running broker reports them; `port` is the first node's."""
+        nodes = self._ops.nodes()
+        self.ports = {node["node_id"]: int(node["address"].rpartition(":")[2]) for node in nodes}
+        self.listener_ports = {node["node_id"]: {name: int(address.rpartition(":")[2])
+                                                 for name, address in node["listeners"].items()} for node in nodes}
         self.port = next(iter(self.ports.values()))
 
 
@@ -469,8 +570,8 @@ class _Resources:
         return self._loop_thread
 
     def start_process(self, command: list[str], log_path: str) -> str:
-        """Start the broker process and wait for its ready lines (where each node listens, then the control
-        endpoint); the control URL."""
+        """Start the broker process and wait for its ready lines (where each node and listener listens, then the
+        control endpoint); the control URL."""
         with open(log_path, "ab") as log:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         self._process = process
@@ -510,6 +611,15 @@ class _Resources:
             self._loop_thread.close()
             self._loop_thread = None
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _acl_filter_args(acl_filter: Mapping[str, object]) -> tuple:
+    """The ACL filter's fields in the order the control operations take them."""
+    fields = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
+    unknown = sorted(set(acl_filter) - set(fields))
+    if unknown:
+        raise TypeError(f"an ACL filter has {', '.join(fields)}; unknown: {', '.join(unknown)}")
+    return tuple(acl_filter.get(name) for name in fields)
 
 
 def _forward_lines(stream, lines: queue.Queue) -> None:

@@ -363,6 +363,19 @@ def _describe_topic_partitions(cls, version, request, error, text):
                        for topic in request.topics])
 
 
+def _describe_user_scram_credentials(cls, version, request, error, text):
+    # As Kafka's getErrorResponse: the code at the top and in one result per user asked about (its name unset).
+    results = [cls.DescribeUserScramCredentialsResult(error_code=error, error_message=text)
+               for _user in request.users or ()]
+    return cls(error_code=error, error_message=text, results=results)
+
+
+def _alter_user_scram_credentials(cls, version, request, error, text):
+    users = sorted({change.name for change in [*request.deletions, *request.upsertions]})
+    return cls(results=[cls.AlterUserScramCredentialsResult(user=user, error_code=error, error_message=text)
+                        for user in users])
+
+
 _Builder = Callable[[type, int, object, ErrorCode, str], object]
 _BUILDERS: dict[int, _Builder] = {
     0: _produce,
@@ -405,6 +418,8 @@ _BUILDERS: dict[int, _Builder] = {
     45: _alter_partition_reassignments,
     46: _list_partition_reassignments,
     47: _error_code_only,     # OffsetDelete
+    50: _describe_user_scram_credentials,
+    51: _alter_user_scram_credentials,
     55: _code_and_message,    # DescribeQuorum
     60: _code_and_message,    # DescribeCluster
     61: _describe_producers,

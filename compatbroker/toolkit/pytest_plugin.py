@@ -5,7 +5,20 @@
   other; topics and records stay, so give each test topics of its own.
 - `compatbroker_fresh` (function scope): an empty broker of the test's own, stopped after it.
 
-Both yield a `compatbroker.EmbeddedBroker`. Options: `--compatbroker-mode=thread|subprocess` (ini:
+Secured brokers (TLS, SASL, ACLs; `compatbroker.toolkit.security`):
+
+- `compatbroker_security` (session scope): the `SecuritySetup` of `compatbroker_secure`: listeners PLAINTEXT, SSL,
+  MTLS (SSL with ssl.client.auth=required), SASL_PLAINTEXT and SASL_SSL; mechanisms PLAIN, SCRAM-SHA-256,
+  SCRAM-SHA-512 and OAUTHBEARER (Kafka's unsecured validator); users admin, alice and bob (passwords
+  `<name>-secret`); no authorizer. Its CA and certificates: `.certificates`.
+- `compatbroker_secure` (session scope): a broker with that setup, reset after each test like `compatbroker` (users
+  and ACLs a test adds stay: give them names of the test's own);
+  `compatbroker_secure.client_config(family, "SASL_SSL", user="alice", mechanism="SCRAM-SHA-512")` gives a client
+  its configuration, `bootstrap_servers_for(listener)` a listener's address.
+- `compatbroker_secure_factory` (function scope): `make(**SecuritySetup arguments)` starts a broker of another setup
+  (e.g. `make(acls=True)`, `make(oauthbearer="jwks")`), stopped after the test.
+
+All yield `compatbroker.EmbeddedBroker`s. Options: `--compatbroker-mode=thread|subprocess` (ini:
 `compatbroker_mode`), `compatbroker_settings` (ini lines of NAME=VALUE broker settings),
 `--compatbroker-emulate=RELEASE` (ini: `compatbroker_emulate`) and `--compatbroker-nodes=N` (ini:
 `compatbroker_nodes`; a cluster of N brokers, whose node faults are undone after each test as well).
@@ -18,6 +31,9 @@ from __future__ import annotations
 import pytest
 
 _SESSION_BROKER = pytest.StashKey()
+_SECURE_BROKER = pytest.StashKey()
+SECURE_LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "MTLS": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+                    "SASL_SSL": "SASL_SSL"}
 
 
 def pytest_addoption(parser) -> None:
@@ -75,11 +91,60 @@ def compatbroker_fresh(request):
         yield broker
 
 
+@pytest.fixture(scope="session")
+def compatbroker_security():
+    """The SecuritySetup of `compatbroker_secure` (its files are removed at the end of the session)."""
+    from compatbroker.toolkit.security import SecuritySetup
+
+    setup = SecuritySetup(listeners=SECURE_LISTENERS, client_auth={"MTLS": "required"})
+    try:
+        yield setup
+    finally:
+        setup.cleanup()
+
+
+@pytest.fixture(scope="session")
+def compatbroker_secure(request, compatbroker_security):
+    """One secured broker for the test session (reset after each test using it, as `compatbroker`)."""
+    from compatbroker.toolkit.embedded import EmbeddedBroker
+
+    with EmbeddedBroker(**_options(request.config), security=compatbroker_security) as broker:
+        request.config.stash[_SECURE_BROKER] = broker
+        try:
+            yield broker
+        finally:
+            del request.config.stash[_SECURE_BROKER]
+
+
+@pytest.fixture
+def compatbroker_secure_factory(request):
+    """`make(**SecuritySetup arguments)`: a secured broker of the test's own, stopped after it."""
+    from compatbroker.toolkit.embedded import EmbeddedBroker
+    from compatbroker.toolkit.security import SecuritySetup
+
+    setups, brokers = [], []
+
+    def make(**security):
+        setups.append(SecuritySetup(**security))
+        brokers.append(EmbeddedBroker(**_options(request.config), security=setups[-1]))
+        return brokers[-1]
+
+    try:
+        yield make
+    finally:
+        for broker in brokers:
+            broker.stop()
+        for setup in setups:
+            setup.cleanup()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem) -> None:
-    """Reset the session broker after a test that used it, so that its faults do not reach the next test."""
-    if "compatbroker" not in getattr(item, "fixturenames", ()):
-        return
-    broker = item.config.stash.get(_SESSION_BROKER, None)
-    if broker is not None and broker.running:
-        broker.reset()
+    """Reset the session brokers after a test that used them, so that their faults do not reach the next test."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, key in (("compatbroker", _SESSION_BROKER), ("compatbroker_secure", _SECURE_BROKER)):
+        if fixture not in names:
+            continue
+        broker = item.config.stash.get(key, None)
+        if broker is not None and broker.running:
+            broker.reset()

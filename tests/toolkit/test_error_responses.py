@@ -130,6 +130,13 @@ def _unserved_sample(api_key: int):
         return request_cls(creations=[request_cls.AclCreation(), request_cls.AclCreation()])
     if api_key == 31:
         return request_cls(filters=[request_cls.DeleteAclsFilter(), request_cls.DeleteAclsFilter()])
+    if api_key == 50:
+        return request_cls(users=[request_cls.UserName(name="alice"), request_cls.UserName(name="bob")])
+    if api_key == 51:
+        return request_cls(deletions=[request_cls.ScramCredentialDeletion(name="bob", mechanism=1)],
+                           upsertions=[request_cls.ScramCredentialUpsertion(name="alice", mechanism=2,
+                                                                            iterations=4096, salt=b"s",
+                                                                            salted_password=b"p")])
     if api_key == 65:
         return request_cls(transactional_ids=["a", "b"])
     if api_key == 69:
@@ -167,6 +174,10 @@ def expected_places(api_key: int, version: int) -> int:
         return 3                                  # every partition and the top level
     if api_key == 75:
         return 2                                  # every topic
+    if api_key == 50:
+        return 3                                  # the top level and each user asked about
+    if api_key == 51:
+        return 2                                  # each user named
     return 1
 
 

@@ -87,6 +87,31 @@ class ControlClient:
     def move_leader(self, topic: str, partition: int, node_id: int) -> dict:
         return self._call("POST", "/leader", body={"topic": topic, "partition": partition, "node_id": node_id})
 
+    # --- SCRAM users and ACLs -------------------------------------------------------------------------------------
+
+    def users(self) -> dict:
+        return self._call("GET", "/users")
+
+    def add_user(self, name: str, password: str, mechanisms=None, iterations: int = 4096) -> dict:
+        return self._call("POST", "/users", body={"name": name, "password": password, "mechanisms": mechanisms,
+                                                  "iterations": iterations})
+
+    def remove_user(self, name: str, mechanisms=None) -> dict:
+        return self._call("DELETE", "/users", body={"name": name, "mechanisms": mechanisms})
+
+    def acls(self, resource_type=None, name=None, pattern_type=None, principal=None, host=None, operation=None,
+             permission=None) -> list[dict]:
+        return self._call("GET", "/acls", query=_acl_filter(resource_type, name, pattern_type, principal, host,
+                                                            operation, permission))
+
+    def add_acls(self, acls: list[dict]) -> list[dict]:
+        return self._call("POST", "/acls", body={"acls": acls})
+
+    def remove_acls(self, resource_type=None, name=None, pattern_type=None, principal=None, host=None,
+                    operation=None, permission=None) -> list[dict]:
+        return self._call("DELETE", "/acls", body=_acl_filter(resource_type, name, pattern_type, principal, host,
+                                                              operation, permission))
+
     # --- topics, records, offsets, requests -----------------------------------------------------------------------
 
     def topics(self) -> list[dict]:
@@ -134,6 +159,13 @@ class ControlClient:
         except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ControlError(0, f"cannot reach the control endpoint {self.url}: {reason}") from None
+
+
+def _acl_filter(resource_type, name, pattern_type, principal, host, operation, permission) -> dict:
+    """The filter's fields that are given (left out: any)."""
+    fields = {"resource_type": resource_type, "name": name, "pattern_type": pattern_type, "principal": principal,
+              "host": host, "operation": operation, "permission": permission}
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def _error_message(exc: urllib.error.HTTPError) -> str:

@@ -18,7 +18,8 @@ Routes (bodies and answers are JSON; record keys, values and header values are b
     POST   /faults/drops    {after, api, count}         close the connection of a request after `after` others
     POST   /down                                        close the listeners and cut every client connection
     POST   /up                                          listen again on the same ports
-    GET    /nodes                                       [{node_id, rack, address, up, alive, isolated, leader_of}]
+    GET    /nodes                                       [{node_id, rack, address, listeners, up, alive, isolated,
+                                                          leader_of}]  (listeners: {name: host:port})
     POST   /nodes/stop      {node_id}                   stop a node: leaders fail over, its listeners close
     POST   /nodes/start     {node_id}                   start a stopped node again on the same ports
     POST   /nodes/isolate   {node_id, isolated}         cut a node off from replication (false: restore it)
@@ -26,12 +27,21 @@ Routes (bodies and answers are JSON; record keys, values and header values are b
     POST   /nodes/restore                               undo every node fault (stopped, isolated, delayed, down)
     GET    /leader?topic=T&partition=0                  {leader, leader_epoch, replicas, isr} of a partition
     POST   /leader          {topic, partition, node_id} move the partition's leadership to a node of its ISR
+    GET    /users                                       {name: [{mechanism, iterations}]} SCRAM credentials
+    POST   /users           {name, password, mechanisms, iterations}
+                                                        store SCRAM credentials (default: both mechanisms, 4096)
+    DELETE /users           {name, mechanisms}          delete a user's SCRAM credentials (404: it had none)
+    GET    /acls?resource_type=&name=&pattern_type=&principal=&host=&operation=&permission=
+                                                        the ACL bindings the filter matches (left out: any)
+    POST   /acls            {acls: [{resource_type, name, pattern_type, principal, host, operation, permission}]}
+                                                        add ACL bindings (answers the new ones)
+    DELETE /acls            {resource_type, name, ...}  remove the bindings the filter matches (answers them)
 
 `ControlService` runs the endpoint beside a `ClusterRuntime` (it is one of the runtime's services, see
 `compatbroker.server.hooks`).
 
-A bad argument answers 400, an unknown partition or node 404, `/up` (or `/nodes/start`) with its port taken and
-`/leader` onto a node outside the ISR 409; the answer is then
+A bad argument answers 400, an unknown partition or node (or a user without credentials) 404, `/up` (or
+`/nodes/start`) with its port taken and `/leader` onto a node outside the ISR 409; the answer is then
 `{"error": "..."}`. Each connection carries one request (the answer says `Connection: close`).
 """
 from __future__ import annotations
@@ -53,6 +63,8 @@ _MAX_BODY_BYTES = 1024 * 1024
 _READ_TIMEOUT_S = 30.0
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
             413: "Payload Too Large", 500: "Internal Server Error"}
+
+_ACL_FILTER = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 
 # (method, path) -> (operation, where its arguments come from, the argument names it takes)
 _ROUTES = {
@@ -79,6 +91,12 @@ _ROUTES = {
     ("POST", "/nodes/restore"): ("restore_nodes", None, ()),
     ("GET", "/leader"): ("leader", "query", ("topic", "partition")),
     ("POST", "/leader"): ("move_leader", "body", ("topic", "partition", "node_id")),
+    ("GET", "/users"): ("users", None, ()),
+    ("POST", "/users"): ("add_user", "body", ("name", "password", "mechanisms", "iterations")),
+    ("DELETE", "/users"): ("remove_user", "body", ("name", "mechanisms")),
+    ("GET", "/acls"): ("acls", "query", _ACL_FILTER),
+    ("POST", "/acls"): ("add_acls", "body", ("acls",)),
+    ("DELETE", "/acls"): ("remove_acls", "body", _ACL_FILTER),
 }
 _PATHS = {path for _, path in _ROUTES}
 

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING
 
 from ... import topic_names
 from ...cluster import ControllerError
+from ...config import format_host_port
 from ...protocol.error_codes import ErrorCode
 from ...protocol.records import DEFAULT_MAX_UNCOMPRESSED_SIZE, iter_batches, iter_records
 from ...storage import StorageError
 from ...storage.log_config import ConfigError
 from ..faults import FaultError
 from . import ControlError
+from .security import SecurityOperations
 
 if TYPE_CHECKING:
     from ...server.run import ClusterRuntime
@@ -35,8 +37,8 @@ DEFAULT_RECORD_LIMIT = 1000
 _READ_CHUNK_BYTES = 1 << 20
 
 
-class ControlOperations:
-    """The operations on `runtime`, whose request hooks are `injector`."""
+class ControlOperations(SecurityOperations):
+    """The operations on `runtime`, whose request hooks are `injector` (SCRAM users and ACLs: `security.py`)."""
 
     def __init__(self, runtime: ClusterRuntime, injector: FaultInjector):
         self._runtime = runtime
@@ -94,8 +96,8 @@ class ControlOperations:
     # --- nodes of a cluster ---------------------------------------------------------------------------------------
 
     async def nodes(self) -> list[dict]:
-        """Every node: id, rack, address, whether it listens (`up`), is alive for the controller and isolated from
-        replication, and how many partitions it leads."""
+        """Every node: id, rack, address (of its first listener), `listeners` ({name: address}), whether it listens
+        (`up`), is alive for the controller and isolated from replication, and how many partitions it leads."""
         runtime = self._runtime
         metadata = runtime.cluster.metadata
         leading: dict[int, int] = {}
@@ -105,6 +107,7 @@ class ControlOperations:
         for node_id in runtime.node_ids:
             info = metadata.nodes[node_id]
             answer.append({"node_id": node_id, "rack": info.rack, "address": runtime.address_of(node_id),
+                           "listeners": _listener_addresses(runtime.servers[node_id]),
                            "up": runtime.node_is_up(node_id), "alive": info.alive, "isolated": info.isolated,
                            "leader_of": leading.get(node_id, 0)})
         return answer
@@ -308,6 +311,17 @@ class ControlOperations:
     async def clear_requests(self) -> dict:
         self._injector.clear_requests()
         return {"last_seq": self._injector.last_seq}
+
+
+def _listener_addresses(server) -> dict[str, str]:
+    """{listener name: host:port a client on this machine dials} of a node's bound listeners."""
+    addresses = {}
+    for bound in server.listeners:
+        host = bound.endpoint.host
+        if bound.endpoint.is_wildcard or host == "localhost":
+            host = "127.0.0.1"
+        addresses[bound.endpoint.name] = format_host_port(host, bound.port)
+    return addresses
 
 
 def _topic(info) -> dict:
