@@ -144,12 +144,13 @@ def watermarks(bootstrap: str, topic: str, partitions: list[int]) -> list[tuple[
 
 
 def consume_run(bootstrap: str, assignment: list[tuple[str, int]], expected: int, timeout_s: float,
-                batch: int = 10_000, fetch_max_bytes: int | None = None) -> Run:
+                batch: int = 10_000, fetch_max_bytes: int | None = None, overrides: dict | None = None) -> Run:
     """Read the (topic, partition) pairs from the beginning until `expected` messages arrived.
 
     The clock runs from assign() to the last message; the consumer has connected and fetched the topics'
-    metadata before, so the figure is fetch throughput through the client, not connection setup."""
-    config = dict(CONSUMER_CONFIG, **{"bootstrap.servers": bootstrap})
+    metadata before, so the figure is fetch throughput through the client, not connection setup. `overrides`
+    change the consumer's configuration (security settings)."""
+    config = {**CONSUMER_CONFIG, "bootstrap.servers": bootstrap, **(overrides or {})}
     if fetch_max_bytes is not None:
         config["fetch.max.bytes"] = fetch_max_bytes
     consumer = Consumer(config)
