@@ -26,9 +26,10 @@ connection with no lifetime) SaslHandshake and SaslAuthenticate get ILLEGAL_SASL
 The server calls `admit` at dispatch, the SaslHandshake and SaslAuthenticate handlers call `handshake` and
 `authenticate`, and the connection hands raw v0 tokens to `raw_token`. Messages are Kafka's.
 
-Deviations: between SaslHandshake v1 and completion, Kafka answers any request but SaslAuthenticate with that API's
-error response (ILLEGAL_SASL_STATE) before closing; here the connection just closes (with the same log message), as
-the server has no error response for every API. An ApiVersions request answered with INVALID_REQUEST (a v3+
+Between SaslHandshake and completion, a request other than SaslAuthenticate is answered with that API's error
+response (ILLEGAL_SASL_STATE, `answer_refused_request` tells the server so) before the close, as Kafka does.
+
+Deviation: an ApiVersions request answered with INVALID_REQUEST (a v3+
 client software name Kafka refuses) counts as the one ApiVersions allowed; Kafka allows another.
 """
 from __future__ import annotations
@@ -86,6 +87,7 @@ class SaslAuthenticator:
         self._kafka_headers = False          # SaslHandshake v1+: tokens come in SaslAuthenticate requests
         self._reauthenticating = False
         self._bad_mechanism_message = ""
+        self.answer_refused_request = False  # the last refusal of `admit` is answered before the close
         self._expires_at: float | None = None    # clock time the session ends; None: never
         self._last_reauth_start: float | None = None
 
@@ -127,6 +129,7 @@ class SaslAuthenticator:
         if state is SaslState.REAUTH_BAD_MECHANISM:
             return self._bad_mechanism_message
         if state is SaslState.AUTHENTICATE:
+            self.answer_refused_request = True  # Kafka answers it with its API's ILLEGAL_SASL_STATE error first
             return f"Unexpected Kafka request of type {_kafka_name(api_name)} during SASL authentication."
         return f"Unexpected Kafka request of type {_kafka_name(api_name)} in SASL state {state.name}"
 

@@ -61,6 +61,8 @@ from ..handlers import CloseAfterResponse, CloseConnection, RequestContext
 from ..handlers.api_versions import unsupported_version_response
 from ..protocol import (API_KEYS, DecodeError, FileRegion, UnsupportedVersionError, decode_request,
                         encode_response_chunks)
+from ..protocol.error_codes import ErrorCode
+from ..protocol.error_responses import NoErrorResponse, error_response
 from ..security.authenticator import AuthenticationFailed, SaslAuthenticator
 from ..security.principal_mapping import mapper_for, principal_from_certificate
 from ..security.session import Session, host_address
@@ -234,6 +236,19 @@ class Connection:
                 log.info("Failed authentication with %s (%s)", self.peer, exc)
                 return False
         return True
+
+    async def _refuse(self, header, body, reason: str):
+        """The request's own error response with ILLEGAL_SASL_STATE, then the close (a request in the middle of a
+        SASL exchange, as Kafka answers it), after the failed-authentication delay."""
+        await self._delay_after_failed_authentication()
+        api_key, version = header.request_api_key, header.request_api_version
+        try:
+            response = error_response(api_key, version, body, ErrorCode.ILLEGAL_SASL_STATE, reason)
+        except NoErrorResponse:
+            return CLOSE
+        if response is None:
+            return CLOSE
+        return _SendThenClose(encode_response_chunks(api_key, version, header.correlation_id, response))
 
     async def _delay_after_failed_authentication(self) -> None:
         """Kafka's connection.failed.authentication.delay.ms: a refused client gets its answer (and the close) only
@@ -433,6 +448,8 @@ class Connection:
             refusal = self._authenticator.admit(header.request_api_key, _api_name(header.request_api_key))
             if refusal is not None:
                 log.info("closing connection from %s: %s", self.peer, refusal)
+                if self._authenticator.answer_refused_request:
+                    return self._spawn(self._refuse(header, body, refusal))
                 return CLOSE
         ctx = RequestContext(self._broker, header, peer=self.peer, listener_host=self._listener_host,
                              listener_port=self._listener_port, handlers=self._handlers,

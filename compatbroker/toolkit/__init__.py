@@ -8,7 +8,6 @@
 - `pytest_plugin`: the `compatbroker`, `compatbroker_fresh` and `compatbroker_secure*` fixtures (the `pytest11`
   entry point);
 - `faults`: fault injection and the request log, the server's request hooks (`compatbroker.server.hooks`);
-- `error_responses`: the response Kafka gives a request failing with one error code (what injected errors answer);
 - `control/`: the HTTP/JSON control endpoint (`--control-listen`), its operations (SCRAM users and ACLs included)
   and its Python client;
 - `emulation/`: version emulation of Apache Kafka releases (`--emulate`), with the releases' tables;

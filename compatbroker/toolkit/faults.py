@@ -7,7 +7,7 @@ when `active` is true, so a broker nobody is testing pays one attribute check pe
 answer. Three kinds of rule decide:
 
 - error rules: the next `count` requests of an API (touching a topic, when one is named) are answered with an
-  error code, in the shape Kafka gives that error (`error_responses`); `count=None` keeps the rule
+  error code, in the shape Kafka gives that error (`compatbroker.protocol.error_responses`); `count=None` keeps the rule
   until it is cleared. Rules apply in the order they were added, and one request consumes at most one rule.
 - latency rules: requests of an API (or of every API) wait before being served or answered.
 - drop rules: after `after` more requests (of an API, or of any), the connection that sends the next one is closed
@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .error_responses import can_answer, error_response
+from ..protocol.error_responses import can_answer, error_response
 from ..protocol import API_KEYS
 from ..protocol.error_codes import ErrorCode
 

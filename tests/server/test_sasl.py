@@ -141,12 +141,17 @@ async def test_a_second_api_versions_before_the_handshake_closes_the_connection(
 
 
 async def test_authenticate_request_during_the_exchange_only(tmp_path):
-    """Between the handshake and completion only SaslAuthenticate is allowed (Kafka: ILLEGAL_SASL_STATE, close)."""
+    """Between the handshake and completion only SaslAuthenticate is allowed: another request gets its own error
+    response with ILLEGAL_SASL_STATE, then the close (Kafka's SaslServerAuthenticator)."""
     async with secure_server(tmp_path, plain_sasl_settings(), _registry([])) as (_, ports):
         client = await RawClient.connect(ports["SASL_PLAINTEXT"])
         await client.send(SaslHandshakeRequest(mechanism="PLAIN"), version=1, correlation_id=1)
         await client.read_response(SASL_HANDSHAKE, 1)
-        await client.send(MetadataRequest(topics=[]), version=12, correlation_id=2)
+        await client.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")]), version=12,
+                          correlation_id=2)
+        header, response = await client.read_response(METADATA, 12)
+        assert header.correlation_id == 2
+        assert [(topic.name, topic.error_code) for topic in response.topics] == [("t", ILLEGAL_SASL_STATE)]
         assert await client.closed_by_server()
         await client.close()
 

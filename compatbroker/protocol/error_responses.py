@@ -4,8 +4,9 @@ Kafka's broker answers a request it cannot serve (an authorisation failure, an u
 that is not ready) with a response built from the request itself: every topic, partition, group or resource the
 request names comes back carrying the error, and APIs with a top-level error code carry it there. The shape differs
 per API and version, and clients read the error only where Kafka puts it, so `error_response` follows Kafka's rules
-API by API: which fields get the code, which placeholders (offset -1, empty member id...) fill the rest. Fault
-injection uses it to answer a request with an error a real broker could have sent.
+API by API: which fields get the code, which placeholders (offset -1, empty member id...) fill the rest. The server
+uses it where Kafka answers a request it refuses as a whole (a request other than SaslAuthenticate in the middle of
+a SASL exchange), and the toolkit's fault injection to answer a request with an error a real broker could send.
 
 `error_response(api_key, version, request, error)` returns the response body to encode at `version`, or None when
 Kafka sends none: a Produce with acks=0 (Kafka then closes the connection, so that the producer notices). APIs
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..protocol import API_KEYS
-from ..protocol.error_codes import ErrorCode
-from ..protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from . import API_KEYS
+from .error_codes import ErrorCode
+from .records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 INVALID_OFFSET = -1
 NO_TIMESTAMP = -1

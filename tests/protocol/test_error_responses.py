@@ -25,8 +25,8 @@ from compatbroker.protocol.messages import (AlterConfigsRequest, AlterPartitionR
                                             OffsetFetchRequest, ProduceRequest, SyncGroupRequest)
 from compatbroker.protocol.records import build_batch
 from compatbroker.protocol.schema import load_schemas, snake_case
-from compatbroker.toolkit import error_responses
-from compatbroker.toolkit.error_responses import NoErrorResponse, error_response, has_rule
+from compatbroker.protocol import error_responses
+from compatbroker.protocol.error_responses import NoErrorResponse, error_response, has_rule
 from tests.handlers import helpers as handler_helpers
 
 ERROR = ErrorCode.NOT_LEADER_OR_FOLLOWER
