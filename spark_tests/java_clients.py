@@ -4,7 +4,8 @@ Spark's source and sink use only part of what the Java client can do: they assig
 consumer never validates a position it got from a group, and the sink never runs a transaction. These wrappers
 run the Java consumer, producer and admin client with the settings a test names, to reach the rest (committed
 offsets with leader epochs, OffsetForLeaderEpoch, transactions with `transactional.id` and `isolation.level`, the
-admin client's ListOffsets and DescribeCluster).
+admin client's ListOffsets and DescribeCluster). Every wrapper takes further client settings by their Kafka names,
+e.g. the security ones (`security.protocol`, `ssl.truststore.type=PEM`, `sasl.jaas.config`, ...).
 """
 from __future__ import annotations
 
@@ -165,13 +166,14 @@ class JavaProducer:
 
 
 class JavaAdmin:
-    def __init__(self, jvm, bootstrap: str):
+    def __init__(self, jvm, bootstrap: str, **config: str):
         self._jvm = jvm
         admin = jvm.org.apache.kafka.clients.admin
-        self.client_id = f"java-admin-{uuid.uuid4().hex[:6]}"
+        settings = {"bootstrap.servers": bootstrap, "client.id": f"java-admin-{uuid.uuid4().hex[:6]}", **config}
+        self.client_id = settings["client.id"]
         properties = jvm.java.util.Properties()
-        properties.setProperty("bootstrap.servers", bootstrap)
-        properties.setProperty("client.id", self.client_id)
+        for name, value in settings.items():
+            properties.setProperty(name, str(value))
         self._admin = admin.Admin.create(properties)
         self._specs = admin.OffsetSpec
 
@@ -197,6 +199,37 @@ class JavaAdmin:
         epoch = info.leaderEpoch()
         return info.offset(), info.timestamp(), epoch.get() if epoch.isPresent() else None
 
+    # ACL bindings as tuples of Kafka's names: (resource type, resource name, pattern type, principal, host,
+    # operation, permission), e.g. ("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW"). A filter is
+    # the same with "ANY" (MATCH for the pattern type) or None (names, principal, host) for what it leaves open.
+
+    def create_acls(self, bindings: list[tuple]) -> None:
+        self._admin.createAcls([self._binding(*binding) for binding in bindings]).all().get()
+
+    def describe_acls(self, acl_filter: tuple) -> set[tuple]:
+        return {_binding_tuple(found) for found in _items(self._admin.describeAcls(self._filter(*acl_filter))
+                                                           .values().get())}
+
+    def delete_acls(self, acl_filter: tuple) -> set[tuple]:
+        """The bindings the filter deleted."""
+        return {_binding_tuple(found) for found in _items(self._admin.deleteAcls([self._filter(*acl_filter)])
+                                                           .all().get())}
+
+    def _binding(self, resource_type, name, pattern_type, principal, host, operation, permission):
+        acl, resource = self._jvm.org.apache.kafka.common.acl, self._jvm.org.apache.kafka.common.resource
+        return acl.AclBinding(resource.ResourcePattern(resource.ResourceType.valueOf(resource_type), name,
+                                                       resource.PatternType.valueOf(pattern_type)),
+                              acl.AccessControlEntry(principal, host, acl.AclOperation.valueOf(operation),
+                                                     acl.AclPermissionType.valueOf(permission)))
+
+    def _filter(self, resource_type, name, pattern_type, principal, host, operation, permission):
+        acl, resource = self._jvm.org.apache.kafka.common.acl, self._jvm.org.apache.kafka.common.resource
+        return acl.AclBindingFilter(
+            resource.ResourcePatternFilter(resource.ResourceType.valueOf(resource_type), name,
+                                           resource.PatternType.valueOf(pattern_type)),
+            acl.AccessControlEntryFilter(principal, host, acl.AclOperation.valueOf(operation),
+                                         acl.AclPermissionType.valueOf(permission)))
+
     def close(self) -> None:
         self._admin.close()
 
@@ -205,6 +238,12 @@ def java_exception_class(exc: BaseException) -> str:
     """The class name of the Java exception behind a py4j error ("" for other errors)."""
     java = getattr(exc, "java_exception", None)
     return java.getClass().getName() if java is not None else ""
+
+
+def _binding_tuple(binding) -> tuple:
+    pattern, entry = binding.pattern(), binding.entry()
+    return (pattern.resourceType().name(), pattern.name(), pattern.patternType().name(), entry.principal(),
+            entry.host(), entry.operation().name(), entry.permissionType().name())
 
 
 def _items(iterable):

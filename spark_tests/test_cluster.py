@@ -14,7 +14,6 @@ the broker's log) applies to it.
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 

@@ -6,6 +6,8 @@
   partitions.
 - `fresh_broker`: a broker of the test's own, for restarts.
 - `client`: each client of clients.CLIENT_NAMES in turn; `each_client` adds sarama (clients.ALL_CLIENT_NAMES).
+- `secured_client`: kafka-python, aiokafka, confluent-kafka and kcat in turn, for the security flows (their brokers:
+  secured_clients.py).
 Every broker is stopped with SIGTERM at teardown, which must make it exit 0 within 5 s.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ from . import clients
 from .broker_process import BrokerProcess
 from .clients.kafka_python_client import KafkaPythonClient
 from .records import MAX_MESSAGE_BYTES
+from .secured_clients import SECURED_CLIENT_NAMES
 
 BROKER_SETTINGS = {"message.max.bytes": str(MAX_MESSAGE_BYTES)}
 
@@ -76,3 +79,11 @@ def kafka_python_admin(broker):
                              request_timeout_ms=15000)
     yield admin
     admin.close()
+
+
+# --- security flows of kafka-python, aiokafka, confluent-kafka and kcat (test_tls.py, test_sasl.py, test_acls.py) ---
+
+@pytest.fixture(params=SECURED_CLIENT_NAMES)
+def secured_client(request) -> clients.ClientAdapter:
+    """Each client whose adapter takes security settings (ClientAdapter.secured; see secured_clients.py)."""
+    return clients.load_or_fail(request.param)

@@ -6,7 +6,17 @@ import time
 import uuid
 
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed
-from .base import DEFAULT_TIMEOUT_S, OK, ClientAdapter, ClientError, ClusterView, error_outcome, next_offsets
+from .base import (
+    DEFAULT_TIMEOUT_S,
+    OK,
+    ClientAdapter,
+    ClientError,
+    ClusterView,
+    ConnectFailure,
+    LogCapture,
+    error_outcome,
+    next_offsets,
+)
 
 
 class AiokafkaClient(ClientAdapter):
@@ -14,6 +24,11 @@ class AiokafkaClient(ClientAdapter):
     sends_null_header = True
     # aiokafka's Metadata requests (v5 at most) always set allow_auto_topic_creation: naming a topic creates it.
     can_refuse_auto_creation = False
+
+    def _connect(self, bootstrap: str) -> dict:
+        """Where and how every AIOKafka* client of this adapter connects: the bootstrap servers and the adapter's
+        security settings (see ClientAdapter.secured)."""
+        return {"bootstrap_servers": bootstrap, **(self.security or {})}
 
     def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
         try:
@@ -24,7 +39,7 @@ class AiokafkaClient(ClientAdapter):
 
     async def _produce(self, bootstrap, topic, records, acks, compression):
         from aiokafka import AIOKafkaProducer
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks, compression_type=compression,
+        producer = AIOKafkaProducer(**self._connect(bootstrap), acks=acks, compression_type=compression,
                                     enable_idempotence=False, max_request_size=MAX_MESSAGE_BYTES, linger_ms=5,
                                     client_id=f"compat-aio-{uuid.uuid4().hex[:6]}")
         await producer.start()
@@ -50,7 +65,7 @@ class AiokafkaClient(ClientAdapter):
 
     async def _consume(self, bootstrap, topic, count, partitions, start, timeout_s, fetch_wait_ms, got):
         from aiokafka import AIOKafkaConsumer, TopicPartition
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+        consumer = AIOKafkaConsumer(**self._connect(bootstrap), group_id=None, enable_auto_commit=False,
                                     fetch_max_wait_ms=fetch_wait_ms or 500, request_timeout_ms=40000,
                                     client_id=f"compat-aioc-{uuid.uuid4().hex[:6]}")
         await consumer.start()
@@ -67,7 +82,7 @@ class AiokafkaClient(ClientAdapter):
 
     async def _list_offsets(self, bootstrap, topic, partition, timestamp):
         from aiokafka import AIOKafkaConsumer, TopicPartition
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, request_timeout_ms=15000)
+        consumer = AIOKafkaConsumer(**self._connect(bootstrap), group_id=None, request_timeout_ms=15000)
         await consumer.start()
         try:
             tp = TopicPartition(topic, partition)
@@ -87,14 +102,14 @@ class AiokafkaClient(ClientAdapter):
         if auto_create and topics:
             # Every request of aiokafka allows creation, but Kafka answers the first LEADER_NOT_AVAILABLE while it
             # creates the topics; a producer waits until they have partitions, as an application would.
-            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+            producer = AIOKafkaProducer(**self._connect(bootstrap), request_timeout_ms=15000)
             await producer.start()
             try:
                 for topic in topics:
                     await producer.partitions_for(topic)
             finally:
                 await producer.stop()
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000,
+        admin = AIOKafkaAdminClient(**self._connect(bootstrap), request_timeout_ms=15000,
                                     client_id=f"compat-aioa-{uuid.uuid4().hex[:6]}")
         await admin.start()
         try:
@@ -111,12 +126,36 @@ class AiokafkaClient(ClientAdapter):
 
     async def _list_topics(self, bootstrap):
         from aiokafka import AIOKafkaConsumer
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, request_timeout_ms=15000)
+        consumer = AIOKafkaConsumer(**self._connect(bootstrap), group_id=None, request_timeout_ms=15000)
         await consumer.start()
         try:
             return set(await consumer.topics())
         finally:
             await consumer.stop()
+
+    def connect_failure(self, bootstrap, *, timeout_s=20.0):
+        # start() tries each bootstrap address once; what failed is only logged.
+        from aiokafka.errors import KafkaError
+        with LogCapture("aiokafka") as log:
+            try:
+                asyncio.run(asyncio.wait_for(self._topics_or_failure(bootstrap), timeout_s))
+            except KafkaError as exc:
+                return ConnectFailure(type(exc).__name__, "\n".join([str(exc), *log.lines]))
+        raise ClientError("aiokafka consumer: connected, expected a failure")
+
+    async def _topics_or_failure(self, bootstrap):
+        """_list_topics, except that the consumer's stop() cannot hide the failure: aiokafka 0.14's stop() after a
+        failed topics() raises CancelledError from its group coordinator."""
+        from aiokafka import AIOKafkaConsumer
+        consumer = AIOKafkaConsumer(**self._connect(bootstrap), group_id=None, request_timeout_ms=15000)
+        await consumer.start()
+        try:
+            return set(await consumer.topics())
+        finally:
+            try:
+                await consumer.stop()
+            except asyncio.CancelledError:
+                pass
 
     def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
         got: list[Consumed] = []
@@ -128,7 +167,7 @@ class AiokafkaClient(ClientAdapter):
 
     async def _group_consume(self, bootstrap, topic, group, count, timeout_s, got):
         from aiokafka import AIOKafkaConsumer, TopicPartition
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+        consumer = AIOKafkaConsumer(topic, **self._connect(bootstrap), group_id=group, enable_auto_commit=False,
                                     auto_offset_reset="earliest", session_timeout_ms=6000,
                                     heartbeat_interval_ms=1000, fetch_max_wait_ms=200,
                                     client_id=f"compat-aiog-{uuid.uuid4().hex[:6]}")
@@ -146,7 +185,7 @@ class AiokafkaClient(ClientAdapter):
 
     async def _committed(self, bootstrap, group, topic, partitions):
         from aiokafka import AIOKafkaConsumer, TopicPartition
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+        consumer = AIOKafkaConsumer(**self._connect(bootstrap), group_id=group, enable_auto_commit=False,
                                     request_timeout_ms=15000)
         await consumer.start()
         try:
@@ -166,7 +205,7 @@ class AiokafkaClient(ClientAdapter):
         # aiokafka batches by bytes: a v2 batch header is 61 bytes, and a small record takes about 10 more than
         # its value
         batch_bytes = 61 + batch_records * (10 + max(map(len, values)))
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, linger_ms=5,
+        producer = AIOKafkaProducer(**self._connect(bootstrap), enable_idempotence=True, linger_ms=5,
                                     max_batch_size=batch_bytes, retry_backoff_ms=20, request_timeout_ms=15000,
                                     client_id=f"compat-aioi-{uuid.uuid4().hex[:6]}")
         await producer.start()
@@ -245,7 +284,7 @@ class AiokafkaClient(ClientAdapter):
     async def _txn_step(self, bootstrap, topic, producers, step) -> None:
         from aiokafka import AIOKafkaProducer
         if step.op == "init":
-            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=step.transactional_id,
+            producer = AIOKafkaProducer(**self._connect(bootstrap), transactional_id=step.transactional_id,
                                         transaction_timeout_ms=step.timeout_ms, enable_idempotence=True,
                                         linger_ms=5, retry_backoff_ms=50, request_timeout_ms=15000,
                                         client_id=f"compat-aiot-{uuid.uuid4().hex[:6]}")
@@ -279,7 +318,7 @@ class AiokafkaClient(ClientAdapter):
 
     async def _read_to_end(self, bootstrap, topic, until, read_committed, timeout_s, got, positions):
         from aiokafka import AIOKafkaConsumer, TopicPartition
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+        consumer = AIOKafkaConsumer(**self._connect(bootstrap), group_id=None, enable_auto_commit=False,
                                     fetch_max_wait_ms=100, retry_backoff_ms=50, request_timeout_ms=40000,
                                     isolation_level="read_committed" if read_committed else "read_uncommitted",
                                     client_id=f"compat-aioc-{uuid.uuid4().hex[:6]}")

@@ -1,11 +1,13 @@
 """The one interface every client adapter offers to the compat tests, so each scenario is written once."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import logging
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..records import EARLIEST, Consumed, Record
 
@@ -16,6 +18,32 @@ class ClientError(AssertionError):
     """A client reported a failure (delivery error, non-zero exit, timeout); the message says what it printed."""
 
 
+class LogCapture(logging.Handler):
+    """Collects the records a client library logs at `level` or above while in the `with` block (the library's
+    loggers, e.g. "kafka", are named at construction)."""
+
+    def __init__(self, *loggers: str, level: int = logging.WARNING):
+        super().__init__(level)
+        self.loggers = [logging.getLogger(name) for name in loggers]
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+    def __enter__(self) -> LogCapture:
+        self._levels = [logger.level for logger in self.loggers]
+        for logger in self.loggers:
+            logger.addHandler(self)
+            if logger.getEffectiveLevel() > self.level:
+                logger.setLevel(self.level)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for logger, level in zip(self.loggers, self._levels):
+            logger.removeHandler(self)
+            logger.setLevel(level)
+
+
 class ClientAdapter:
     """Produce and consume through one real client library or tool.
 
@@ -24,9 +52,23 @@ class ClientAdapter:
     partitions without a consumer group, except where a client offers no such mode (then the adapter says so).
     Consumer-group members run in processes of their own (`member_command`, see member.py), so that a test can
     kill one; clients with an admin API also list and describe groups and their committed offsets.
+
+    `secured(settings)` gives a copy whose clients all connect with security settings (TLS, SASL) written in the
+    client's own vocabulary, as compatbroker.toolkit.security.SecuritySetup.client_config(<name>, listener) gives
+    them; without it every client connects in plaintext. Group members in processes of their own
+    (`member_command`) stay plaintext.
     """
 
     name = "?"
+    # Security settings every client of this adapter takes, in the client's own vocabulary; None: plaintext.
+    security: dict | None = None
+
+    def secured(self, settings: Mapping) -> ClientAdapter:
+        """A copy of this adapter whose clients connect with `settings` (see the class docstring)."""
+        clone = copy.copy(self)
+        clone.security = dict(settings)
+        return clone
+
     # Can the client set each record's timestamp and send binary keys, values and headers? (kcat cannot)
     expressive = True
     # Can it send a header whose value is null? (kafka-python and kafkajs refuse, kcat has no syntax for it)
@@ -126,6 +168,14 @@ class ClientAdapter:
         delivered and the positions reached; raises ClientError when the positions do not get there in time."""
         raise NotImplementedError(f"{self.name} has no transactional reader here")
 
+    # --- security --------------------------------------------------------------------------------------------------
+
+    def connect_failure(self, bootstrap: str, *, timeout_s: float = 20.0) -> ConnectFailure:
+        """Connects with the adapter's security settings (see `secured`) expecting that to fail (bad credentials,
+        an untrusted certificate, an expired token): returns what the application is told and what the client
+        reports about the cause. Raises ClientError when the client connects after all."""
+        raise NotImplementedError(f"{self.name} has no connection probe here")
+
     def produce_concurrently(self, bootstrap: str, topic: str, batches: Sequence[Sequence[Record]]) -> None:
         """One client instance per batch, all running at the same time."""
         run_concurrently([lambda b=b: self.produce(bootstrap, topic, b) for b in batches])
@@ -153,6 +203,16 @@ class TxnStep:
     records: tuple[Record, ...] = ()
     transactional_id: str | None = None
     timeout_ms: int = 60_000
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectFailure:
+    """A connection that failed, as one client shows it (ClientAdapter.connect_failure)."""
+    error: str  # what the application gets: the exception's class, or librdkafka's error code (_AUTHENTICATION)
+    detail: str  # the client's own words on the cause: its error messages and logged errors, one per line
+
+    def __str__(self) -> str:
+        return f"{self.error}: {self.detail}"
 
 
 def error_outcome(name: str) -> str:

@@ -15,6 +15,7 @@ from .base import (
     ClientAdapter,
     ClientError,
     ClusterView,
+    ConnectFailure,
     GroupInfo,
     GroupListing,
     MemberInfo,
@@ -23,18 +24,18 @@ from .base import (
 )
 
 
-def _common(bootstrap: str, role: str) -> dict:
-    return {"bootstrap.servers": bootstrap, "client.id": f"compat-ck-{role}-{uuid.uuid4().hex[:6]}",
-            "broker.address.family": "v4", "message.max.bytes": MAX_MESSAGE_BYTES}
-
-
 class ConfluentClient(ClientAdapter):
     name = "confluent-kafka"
     sends_null_header = True
 
+    def _common(self, bootstrap: str, role: str) -> dict:
+        """Settings of every client of this adapter, with its security settings (see ClientAdapter.secured)."""
+        return {"bootstrap.servers": bootstrap, "client.id": f"compat-ck-{role}-{uuid.uuid4().hex[:6]}",
+                "broker.address.family": "v4", "message.max.bytes": MAX_MESSAGE_BYTES, **(self.security or {})}
+
     def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
         from confluent_kafka import Producer
-        config = _common(bootstrap, "p") | {
+        config = self._common(bootstrap, "p") | {
             "acks": str(acks), "enable.idempotence": False, "compression.type": compression or "none",
             "linger.ms": 5, "partitioner": "murmur2_random",  # the Java client's choice, as the other clients use
             "message.timeout.ms": int(timeout_s * 1000)}
@@ -58,7 +59,7 @@ class ConfluentClient(ClientAdapter):
 
     def consumer(self, bootstrap: str, **overrides):
         from confluent_kafka import Consumer
-        config = _common(bootstrap, "c") | {
+        config = self._common(bootstrap, "c") | {
             "group.id": f"compat-{uuid.uuid4().hex[:8]}",  # required by librdkafka; no group is joined
             "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
             "fetch.max.bytes": 2 * MAX_MESSAGE_BYTES, "receive.message.max.bytes": 3 * MAX_MESSAGE_BYTES}
@@ -112,6 +113,21 @@ class ConfluentClient(ClientAdapter):
 
     def list_topics(self, bootstrap):
         return set(self.admin(bootstrap).list_topics(timeout=15).topics)
+
+    def connect_failure(self, bootstrap, *, timeout_s=20.0):
+        # librdkafka retries by itself and tells the application through the error callback (served by poll()).
+        from confluent_kafka import Producer
+        errors: list = []
+        producer = Producer(self._common(bootstrap, "p") | {"error_cb": errors.append, "reconnect.backoff.ms": 50,
+                                                            "reconnect.backoff.max.ms": 500})
+        deadline = time.monotonic() + timeout_s
+        while not errors and time.monotonic() < deadline:
+            producer.poll(0.2)
+        producer.poll(0)
+        if not errors:
+            metadata = producer.list_topics(timeout=5)
+            raise ClientError(f"confluent-kafka: no error within {timeout_s} s; brokers {metadata.brokers}")
+        return ConnectFailure(errors[0].name(), "\n".join(error.str() for error in errors))
 
     # --- consumer groups -------------------------------------------------------------------------------------------
 
@@ -198,7 +214,7 @@ class ConfluentClient(ClientAdapter):
 
     def admin(self, bootstrap: str, **overrides):
         from confluent_kafka.admin import AdminClient
-        return AdminClient(_common(bootstrap, "a") | overrides)
+        return AdminClient(self._common(bootstrap, "a") | overrides)
 
     def list_groups(self, bootstrap, states=()):
         from confluent_kafka import ConsumerGroupState
@@ -247,7 +263,7 @@ class ConfluentClient(ClientAdapter):
     def _txn_step(self, bootstrap, topic, producers, step, timeout_s) -> None:
         from confluent_kafka import KafkaException, Producer
         if step.op == "init":
-            producers[step.producer] = Producer(_common(bootstrap, "t") | {
+            producers[step.producer] = Producer(self._common(bootstrap, "t") | {
                 "transactional.id": step.transactional_id, "transaction.timeout.ms": step.timeout_ms,
                 "linger.ms": 5, "retry.backoff.ms": 50, "reconnect.backoff.ms": 50,
                 "reconnect.backoff.max.ms": 500})

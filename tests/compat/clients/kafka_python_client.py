@@ -12,8 +12,10 @@ from .base import (
     ClientAdapter,
     ClientError,
     ClusterView,
+    ConnectFailure,
     GroupInfo,
     GroupListing,
+    LogCapture,
     MemberInfo,
     error_outcome,
     next_offsets,
@@ -29,7 +31,7 @@ class KafkaPythonClient(ClientAdapter):
         config = {"bootstrap_servers": bootstrap, "client_id": f"compat-kp-{uuid.uuid4().hex[:6]}",
                   "max_request_size": MAX_MESSAGE_BYTES, "linger_ms": 5, "request_timeout_ms": 15000,
                   "max_block_ms": 15000}
-        return KafkaProducer(**(config | overrides))
+        return KafkaProducer(**(config | (self.security or {}) | overrides))
 
     def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
         producer = self.producer(bootstrap, acks=acks, compression_type=compression)
@@ -50,7 +52,7 @@ class KafkaPythonClient(ClientAdapter):
         from kafka import KafkaConsumer
         config = {"bootstrap_servers": bootstrap, "group_id": None, "enable_auto_commit": False,
                   "client_id": f"compat-kc-{uuid.uuid4().hex[:6]}", "request_timeout_ms": 40000}
-        return KafkaConsumer(**(config | overrides))
+        return KafkaConsumer(**(config | (self.security or {}) | overrides))
 
     def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
                 fetch_wait_ms=None):
@@ -120,6 +122,18 @@ class KafkaPythonClient(ClientAdapter):
         finally:
             producer.close(timeout=5)
 
+    def connect_failure(self, bootstrap, *, timeout_s=20.0):
+        # A consumer bootstraps when it is made; what failed is only logged when the bootstrap gives up.
+        from kafka.errors import KafkaError
+        with LogCapture("kafka") as log:
+            try:
+                consumer = self.consumer(bootstrap, bootstrap_timeout_ms=int(timeout_s * 1000),
+                                         reconnect_backoff_ms=50, reconnect_backoff_max_ms=500)
+            except KafkaError as exc:
+                return ConnectFailure(type(exc).__name__, "\n".join([str(exc), *log.lines]))
+        consumer.close()
+        raise ClientError("kafka-python consumer: connected, expected a failure")
+
     # --- consumer groups -------------------------------------------------------------------------------------------
 
     def run_member(self, spec, session):
@@ -179,10 +193,11 @@ class KafkaPythonClient(ClientAdapter):
         finally:
             consumer.close(autocommit=False)
 
-    def admin(self, bootstrap: str):
+    def admin(self, bootstrap: str, **overrides):
         from kafka import KafkaAdminClient
-        return KafkaAdminClient(bootstrap_servers=bootstrap, client_id=f"compat-ka-{uuid.uuid4().hex[:6]}",
-                                request_timeout_ms=15000)
+        config = {"bootstrap_servers": bootstrap, "client_id": f"compat-ka-{uuid.uuid4().hex[:6]}",
+                  "request_timeout_ms": 15000}
+        return KafkaAdminClient(**(config | (self.security or {}) | overrides))
 
     def create_topics(self, bootstrap: str, topics: dict[str, int]) -> None:
         """CreateTopics: each named topic with its partition count."""

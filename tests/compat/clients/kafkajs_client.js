@@ -8,6 +8,8 @@
 // stderr so they never mix with the result.
 // With --member the script is one long-lived consumer-group member speaking the line protocol of
 // tests/compat/clients/member.py: `EVENT <json>` lines out, command lines in.
+// A spec's `security` ({ssl, sasl}: kafkajs' options, see securityOptions) makes its client connect over TLS and/or
+// authenticate with SASL.
 'use strict'
 
 const { Kafka, logLevel } = require('kafkajs')
@@ -22,8 +24,24 @@ function stderrLogger () {
   }
 }
 
+// The `ssl` and `sasl` options of compatbroker.toolkit.security's kafkajs config: `ssl` is Node's tls.connect
+// options (PEM texts) as is; a `sasl` with `oauthBearerToken` becomes kafkajs' oauthBearerProvider handing it out.
+function securityOptions (security) {
+  if (!security) return {}
+  const options = {}
+  if (security.ssl) options.ssl = security.ssl
+  if (security.sasl) {
+    const { oauthBearerToken, ...sasl } = security.sasl
+    options.sasl = oauthBearerToken === undefined
+      ? sasl
+      : { ...sasl, oauthBearerProvider: async () => ({ value: oauthBearerToken }) }
+  }
+  return options
+}
+
 function client (spec, id, clientId) {
   return new Kafka({
+    ...securityOptions(spec.security),
     clientId: clientId || `compat-kafkajs-${id}`,
     brokers: [spec.brokers],
     logLevel: logLevel.WARN,
@@ -331,6 +349,40 @@ async function readToEnd (spec) {
   return { records: got, positions }
 }
 
+// The admin ACL calls of spec.calls in order over one admin client: {call: 'create', acl: [...]},
+// {call: 'describe', filter: {...}}, {call: 'delete', filters: [...]} with kafkajs' fields and Kafka's enum codes.
+// Each result is {result} or {error} (see errorDetail); a failed call does not stop the next.
+async function acls (spec) {
+  const admin = client(spec, 'acl').admin()
+  await admin.connect()
+  const results = []
+  try {
+    for (const call of spec.calls) {
+      try {
+        if (call.call === 'create') results.push({ result: await admin.createAcls({ acl: call.acl }) })
+        else if (call.call === 'describe') results.push({ result: await admin.describeAcls(call.filter) })
+        else if (call.call === 'delete') results.push({ result: await admin.deleteAcls({ filters: call.filters }) })
+        else throw new Error(`unknown ACL call ${call.call}`)
+      } catch (error) {
+        results.push({ error: errorDetail(error) })
+      }
+    }
+  } finally {
+    await admin.disconnect()
+  }
+  return { results }
+}
+
+// An error and what caused it, as far as kafkajs keeps the chain (retriers wrap the error they gave up on).
+function errorDetail (error, depth = 0) {
+  const detail = {
+    name: error.name, message: error.message, type: error.type, code: error.code, retriable: error.retriable
+  }
+  const cause = error.cause || error.originalError
+  if (cause && cause !== error && depth < 5) detail.cause = errorDetail(cause, depth + 1)
+  return detail
+}
+
 const emit = (type, fields) => process.stdout.write(`EVENT ${JSON.stringify({ type, ...fields })}\n`)
 // Exits once everything written to stdout is out: a pipe may take a large write only in parts, and process.exit
 // would drop the rest.
@@ -415,7 +467,8 @@ const OPS = {
   group_consume: groupConsume,
   committed,
   txn_script: txnScript,
-  read_to_end: readToEnd
+  read_to_end: readToEnd,
+  acls
 }
 
 async function main () {
@@ -436,8 +489,7 @@ async function main () {
     process.stdout.write(`RESULT ${JSON.stringify(result)}\n`)
     exitAfterOutput(0)
   } catch (error) {
-    const detail = { name: error.name, message: error.message, type: error.type, code: error.code, retriable: error.retriable }
-    process.stdout.write(`ERROR ${JSON.stringify(detail)}\n`)
+    process.stdout.write(`ERROR ${JSON.stringify(errorDetail(error))}\n`)
     exitAfterOutput(1)
   }
 }

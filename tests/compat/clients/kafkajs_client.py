@@ -5,6 +5,10 @@ which it sends at these versions: FindCoordinator v2, JoinGroup v5, SyncGroup v3
 LeaveGroup v3 (kafkajs' highest versions; autoCommit is off, so no OffsetCommit). Without FindCoordinator in
 ApiVersions kafkajs sends no group request at all and fails with KafkaJSGroupCoordinatorNotFound. Producing and
 ListOffsets (through its admin client) need only Metadata, Produce and ListOffsets.
+
+`secured(config)` (base.py) gives an adapter whose every call connects over TLS and/or with SASL: `config` is the
+"kafkajs" client config of compatbroker.toolkit.security, whose `ssl` and `sasl` options the script takes (each call
+still names its bootstrap). Failures are KafkajsError, carrying kafkajs' error and the chain of its causes.
 """
 from __future__ import annotations
 
@@ -33,6 +37,32 @@ def record_json(record) -> dict:
             "headers": [[name, b64(value)] for name, value in record.headers], "timestamp": record.timestamp}
 
 
+def error_chain(detail: dict | None) -> list[dict]:
+    """An error the script reported ({"name", "message", "type", "code", "cause"}), then each cause in turn."""
+    found = []
+    while detail:
+        found.append(detail)
+        detail = detail.get("cause")
+    return found
+
+
+class KafkajsError(ClientError):
+    """kafkajs' error: `detail` is {"name", "message", "type", "code", "retriable", "cause": {...}} as the script
+    reported it (`cause`: the error a retrier gave up on, when kafkajs kept it)."""
+
+    def __init__(self, text: str, detail: dict):
+        super().__init__(text)
+        self.detail = detail
+
+    def chain(self) -> list[dict]:
+        """The error, then each cause in turn."""
+        return error_chain(self.detail)
+
+    def types(self) -> set[str]:
+        """The Kafka error names (kafkajs' `type`) anywhere in the chain, e.g. {"TOPIC_AUTHORIZATION_FAILED"}."""
+        return {detail["type"] for detail in self.chain() if detail.get("type")}
+
+
 class KafkajsClient(ClientAdapter):
     name = "kafkajs"
 
@@ -41,6 +71,8 @@ class KafkajsClient(ClientAdapter):
         self.node_modules = Path(node_modules)
 
     def _call(self, spec: dict, timeout_s: float):
+        if self.security is not None:
+            spec = spec | {"security": {key: self.security[key] for key in ("ssl", "sasl") if key in self.security}}
         env = dict(os.environ, NODE_PATH=str(self.node_modules))
         try:
             done = subprocess.run([self.node, str(SCRIPT)], input=json.dumps(spec).encode(), capture_output=True,
@@ -54,7 +86,8 @@ class KafkajsClient(ClientAdapter):
             if line.startswith("RESULT ") and done.returncode == 0:
                 return json.loads(line[len("RESULT "):])
             if line.startswith("ERROR "):
-                raise ClientError(f"kafkajs {spec['op']}: {line[len('ERROR '):]}\nkafkajs log:\n{log}")
+                raise KafkajsError(f"kafkajs {spec['op']}: {line[len('ERROR '):]}\nkafkajs log:\n{log}",
+                                   json.loads(line[len("ERROR "):]))
         raise ClientError(f"kafkajs {spec['op']}: exit {done.returncode} without a result\n{log}")
 
     def member_command(self, spec):
@@ -123,6 +156,12 @@ class KafkajsClient(ClientAdapter):
                             tuple((name, unb64(value)) for name, value in r["headers"]), r["timestamp"])
                    for r in result["records"]]
         return records, {int(p): offset for p, offset in result["positions"].items()}
+
+    def acl_calls(self, bootstrap: str, *calls: dict, timeout_s: float = 30) -> list[dict]:
+        """kafkajs' admin createAcls / describeAcls / deleteAcls in order ({"call": "create", "acl": [...]},
+        {"call": "describe", "filter": {...}}, {"call": "delete", "filters": [...]}); each answer is {"result": ...}
+        or {"error": detail}."""
+        return self._call({"op": "acls", "brokers": bootstrap, "calls": list(calls)}, timeout_s)["results"]
 
 
 def _step_json(step: TxnStep) -> dict:

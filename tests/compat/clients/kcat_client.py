@@ -28,7 +28,7 @@ import tempfile
 import threading
 
 from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed, Record
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView, ConnectFailure
 
 RECORD_DELIMITER = b"\x1e"  # ASCII record separator
 KEY_DELIMITER = b"\x1f"  # ASCII unit separator
@@ -50,8 +50,12 @@ class KcatClient(ClientAdapter):
         self.executable = executable or shutil.which("kcat") or "kcat"
 
     def _base(self, bootstrap: str) -> list[str]:
-        return [self.executable, "-b", bootstrap, "-X", "broker.address.family=v4", "-X",
-                f"message.max.bytes={MAX_MESSAGE_BYTES}"]
+        """The start of every kcat command of this adapter, with its security settings (ClientAdapter.secured)."""
+        cmd = [self.executable, "-b", bootstrap, "-X", "broker.address.family=v4", "-X",
+               f"message.max.bytes={MAX_MESSAGE_BYTES}"]
+        for name, value in (self.security or {}).items():
+            cmd += ["-X", f"{name}={value}"]
+        return cmd
 
     def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
         base = self._base(bootstrap) + ["-P", "-t", topic, "-X", f"acks={acks}", "-X", "partitioner=murmur2_random",
@@ -119,6 +123,21 @@ class KcatClient(ClientAdapter):
 
     def list_topics(self, bootstrap):
         return set(self.metadata(bootstrap).topics)
+
+    def connect_failure(self, bootstrap, *, timeout_s=20.0):
+        # kcat -L gives up after -m seconds: "% ERROR: Failed to acquire metadata", the causes in its FAIL log lines
+        cmd = self._base(bootstrap) + ["-L", "-m", str(max(1, int(timeout_s // 2)))]
+        try:
+            done = subprocess.run(cmd, capture_output=True, timeout=timeout_s + 10, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise ClientError(f"kcat -L did not finish within {timeout_s + 10} s") from exc
+        stderr = done.stderr.decode(errors="replace")
+        if done.returncode == 0:
+            raise ClientError(f"kcat -L: connected, expected a failure; stderr: {stderr[-1000:]}")
+        error = next((line.removeprefix("% ERROR: ") for line in stderr.splitlines() if line.startswith("% ERROR")),
+                     f"exit status {done.returncode}")
+        causes = [line.split("]: ", 1)[-1] for line in stderr.splitlines() if "|FAIL|" in line or "|ERROR|" in line]
+        return ConnectFailure(error, "\n".join(causes))
 
     def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
         # kcat stores the offset of each record it prints and commits them when it closes, after -c records

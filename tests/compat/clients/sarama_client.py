@@ -7,10 +7,16 @@ otherwise, so it never asks ApiVersions and sends Metadata v0, Produce v0 with m
 `with_protocol("2.1.0")` sets its Config.Version for flows that need newer ones (lz4 wants 0.10, zstd 2.1,
 consumer groups 0.10.2, the idempotent producer 0.11, its ClusterAdmin 0.10). The admin calls and the
 idempotent producer use NEWER_PROTOCOL unless the adapter was given a version.
+
+`secured(config)` (base.py) connects every command over TLS and/or SASL: `config` is the "sarama" client config of
+compatbroker.toolkit.security, whose "security" part the program maps onto sarama's Net.TLS and Net.SASL
+(sarama/security.go, with a SCRAM client of its own: sarama 1.22 ships none). `connect` opens one connection and
+reports sarama's own error, which its Client hides behind "run out of available brokers".
 """
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import os
@@ -25,7 +31,7 @@ from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
 GOPATH = Path("/usr/share/gocode")  # where Debian's golang-*-dev packages put their source
 SARAMA_SOURCE = GOPATH / "src" / "github.com" / "Shopify" / "sarama"
 DEBIAN_PACKAGE = "golang-github-shopify-sarama-dev"
-PROGRAM_SOURCE = Path(__file__).with_name("sarama") / "main.go"
+PROGRAM_DIR = Path(__file__).with_name("sarama")  # main.go and security.go: one Go package
 BUILD_DIR = Path(os.environ.get("COMPATBROKER_SARAMA_DIR", Path.home() / ".cache" / "compatbroker" / "sarama"))
 INSTALL_HINT = (f"apt-get update && apt-get install -y golang-go {DEBIAN_PACKAGE}  (or: bash tests/run.sh; "
                 "COMPATBROKER_SARAMA_DIR selects where the program is built)")
@@ -45,14 +51,16 @@ def load() -> SaramaClient:
 
 
 def build(go: str) -> Path:
-    source = PROGRAM_SOURCE.read_bytes()
-    target = BUILD_DIR / hashlib.sha256(source).hexdigest()[:16] / "sarama-compat"
+    digest = hashlib.sha256()
+    for source in sorted(PROGRAM_DIR.glob("*.go")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    target = BUILD_DIR / digest.hexdigest()[:16] / "sarama-compat"
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"sarama-compat.{os.getpid()}.partial")
     env = os.environ | {"GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": "", "CGO_ENABLED": "1"}
-    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=PROGRAM_SOURCE.parent, env=env,
+    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=PROGRAM_DIR, env=env,
                           capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     if done.returncode != 0:
         raise ClientError(f"building the sarama program failed:\n{done.stderr[-4000:]}")
@@ -79,14 +87,22 @@ class SaramaClient(ClientAdapter):
         self.protocol = protocol  # sarama's Config.Version; None keeps its default (0.8.2)
 
     def with_protocol(self, protocol: str | None) -> SaramaClient:
-        return SaramaClient(self.program, protocol)
+        clone = copy.copy(self)  # keeps `security` (see secured() in base.py)
+        clone.protocol = protocol
+        return clone
+
+    def connect(self, bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+        """One sarama Broker connection (TLS, SASL) and a Metadata request over it: {"brokers": n, "topics": n};
+        ClientError with sarama's own error when the connection or the request fails."""
+        return self.run({"op": "connect", "bootstrap": bootstrap}, timeout_s)
 
     def _newer(self) -> SaramaClient:
         """This adapter, or one speaking NEWER_PROTOCOL when this one keeps sarama's default (too old for the call)."""
         return self if self.protocol else self.with_protocol(NEWER_PROTOCOL)
 
     def run(self, command: dict, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-        command = command | {"version": self.protocol or "", "timeout_ms": int(timeout_s * 1000)}
+        command = command | {"version": self.protocol or "", "timeout_ms": int(timeout_s * 1000),
+                             "security": (self.security or {}).get("security")}
         try:
             done = subprocess.run([str(self.program)], input=json.dumps(command), capture_output=True, text=True,
                                   timeout=timeout_s + 15)

@@ -1,7 +1,8 @@
 // Command sarama-compat drives the Go client sarama (Debian's golang-github-shopify-sarama-dev) for the compat
 // tests. It takes one JSON command as its argument, or on stdin when it has none (a command with many records is
 // longer than an argument may be), and prints one JSON result on stdout; a failure is a message on stderr and exit
-// status 1. Built in GOPATH mode by tests/compat/clients/sarama_client.py.
+// status 1. Built in GOPATH mode by tests/compat/clients/sarama_client.py. A command's "security" (security.go)
+// connects over TLS and/or SASL.
 //
 // Every command keeps sarama's default configuration unless it names a protocol version ("version": "2.1.0"):
 // sarama then assumes a Kafka 0.8.2 broker and sends Metadata v0, Produce v0 with magic 0 messages, Fetch v0 and
@@ -36,6 +37,7 @@ type command struct {
 	Group         string      `json:"group"`
 	Calls         []adminCall `json:"calls"` // admin: ClusterAdmin calls made in order over one connection
 	TimeoutMs     int         `json:"timeout_ms"`
+	Security      *security   `json:"security"` // TLS and SASL (security.go); absent: plaintext
 }
 
 // record: key and value are base64 in JSON (nil is null); timestamp is ms, -1 when the broker sent none.
@@ -92,6 +94,8 @@ func run(cmd command) (interface{}, error) {
 		return group(addrs, config, cmd)
 	case "admin":
 		return admin(addrs, config, cmd)
+	case "connect":
+		return connect(addrs[0], config)
 	}
 	return nil, fmt.Errorf("unknown op %q", cmd.Op)
 }
@@ -106,7 +110,26 @@ func configFor(cmd command) (*sarama.Config, error) {
 		}
 		config.Version = version
 	}
-	return config, nil
+	return config, applySecurity(config, cmd.Security)
+}
+
+// connect: one connection to one broker, as sarama's Broker opens it (TLS handshake and SASL authentication
+// included), then a Metadata request for every topic over it. Its error is the client's own, where sarama's
+// Client would only report that it ran out of brokers.
+func connect(addr string, config *sarama.Config) (interface{}, error) {
+	broker := sarama.NewBroker(addr)
+	if err := broker.Open(config); err != nil {
+		return nil, err
+	}
+	defer broker.Close()
+	if _, err := broker.Connected(); err != nil { // waits for Open to finish
+		return nil, err
+	}
+	answer, err := broker.GetMetadata(&sarama.MetadataRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]interface{}{"brokers": len(answer.Brokers), "topics": len(answer.Topics)}, nil
 }
 
 func timeout(cmd command) time.Duration {
@@ -240,6 +263,9 @@ func consume(addrs []string, config *sarama.Config, cmd command) (interface{}, e
 	if err != nil {
 		return nil, err
 	}
+	// A fetch error sarama does not handle itself (TOPIC_AUTHORIZATION_FAILED from a broker with ACLs) goes to the
+	// caller on secured connections; elsewhere sarama's default (it logs the error and fetches again) is kept.
+	config.Consumer.Return.Errors = cmd.Security != nil
 	consumer, err := sarama.NewConsumer(addrs, config)
 	if err != nil {
 		return nil, err
@@ -356,6 +382,19 @@ type adminCall struct {
 	ResourceType string            `json:"resource_type"` // describe_config, alter_config: see resourceType
 	Name         string            `json:"name"`
 	Group        string            `json:"group"`
+	ACL          *aclSpec          `json:"acl"` // create_acl: a binding; list_acls, delete_acls: a filter
+}
+
+// aclSpec: an ACL binding or filter with Kafka's enum codes (sarama's Acl* constants are the same numbers); a nil
+// name, principal or host in a filter matches any.
+type aclSpec struct {
+	ResourceType int     `json:"resource_type"`
+	Name         *string `json:"name"`
+	PatternType  int     `json:"pattern_type"`
+	Principal    *string `json:"principal"`
+	Host         *string `json:"host"`
+	Operation    int     `json:"operation"`
+	Permission   int     `json:"permission"`
 }
 
 // adminResult: what a call returned, or its error with the Kafka error code behind it (-1 when there is none).
@@ -423,6 +462,8 @@ func adminCallOn(clusterAdmin sarama.ClusterAdmin, call adminCall) (interface{},
 		return nil, clusterAdmin.AlterConfig(kind, call.Name, configEntries(call.Configs), call.ValidateOnly)
 	case "list_group_offsets":
 		return groupOffsets(clusterAdmin, call)
+	case "create_acl", "list_acls", "delete_acls":
+		return aclCall(clusterAdmin, call)
 	}
 	return nil, fmt.Errorf("unknown admin call %q", call.Call)
 }
@@ -543,4 +584,61 @@ func errorCode(err error) int16 {
 		return int16(e.Err)
 	}
 	return -1
+}
+
+// aclCall: ClusterAdmin's CreateACL, ListAcls and DeleteACL. sarama 1.22 sends them at version 0 (LITERAL patterns
+// only) and CreateACL does not look at the per-binding errors of the answer. Bindings found or deleted come back as
+// aclSpecs.
+func aclCall(clusterAdmin sarama.ClusterAdmin, call adminCall) (interface{}, error) {
+	a := call.ACL
+	if a == nil {
+		return nil, fmt.Errorf("%s needs an acl", call.Call)
+	}
+	filter := sarama.AclFilter{ResourceType: sarama.AclResourceType(a.ResourceType), ResourceName: a.Name,
+		ResourcePatternTypeFilter: sarama.AclResourcePatternType(a.PatternType), Principal: a.Principal, Host: a.Host,
+		Operation: sarama.AclOperation(a.Operation), PermissionType: sarama.AclPermissionType(a.Permission)}
+	switch call.Call {
+	case "create_acl":
+		resource := sarama.Resource{ResourceType: filter.ResourceType, ResourceName: deref(a.Name),
+			ResoucePatternType: filter.ResourcePatternTypeFilter}
+		return nil, clusterAdmin.CreateACL(resource, sarama.Acl{Principal: deref(a.Principal), Host: deref(a.Host),
+			Operation: filter.Operation, PermissionType: filter.PermissionType})
+	case "list_acls":
+		found, err := clusterAdmin.ListAcls(filter)
+		if err != nil {
+			return nil, err
+		}
+		specs := []aclSpec{}
+		for _, resource := range found {
+			for _, acl := range resource.Acls {
+				specs = append(specs, specOf(resource.Resource, *acl))
+			}
+		}
+		return specs, nil
+	}
+	deleted, err := clusterAdmin.DeleteACL(filter, false)
+	if err != nil {
+		return nil, err
+	}
+	specs := []aclSpec{}
+	for _, matching := range deleted {
+		if matching.Err != sarama.ErrNoError {
+			return nil, matching.Err
+		}
+		specs = append(specs, specOf(matching.Resource, matching.Acl))
+	}
+	return specs, nil
+}
+
+func specOf(resource sarama.Resource, acl sarama.Acl) aclSpec {
+	name, principal, host := resource.ResourceName, acl.Principal, acl.Host
+	return aclSpec{ResourceType: int(resource.ResourceType), Name: &name, PatternType: int(resource.ResoucePatternType),
+		Principal: &principal, Host: &host, Operation: int(acl.Operation), Permission: int(acl.PermissionType)}
+}
+
+func deref(text *string) string {
+	if text == nil {
+		return ""
+	}
+	return *text
 }
