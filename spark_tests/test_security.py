@@ -4,8 +4,9 @@ The module's main broker (EmbeddedBroker(security=...), as users start it: a sub
 protocol: SSL, MTLS (SSL with `ssl.client.auth=required`), SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-512 and
 OAUTHBEARER with Kafka's unsecured validator). Two more, in this process, validate signed OAUTHBEARER tokens against
 a JWKS file, and make sessions last a few seconds (KIP-368's `connections.max.reauth.ms`). The Java client reads the
-PEM CA and key stores itself (`ssl.truststore.type=PEM`, `ssl.keystore.type=PEM`); its unsecured token comes from Kafka's unsecured login module
-(`unsecuredLoginStringClaim_sub`), its signed one from a file through OAuthBearerLoginCallbackHandler.
+PEM CA and key stores itself (`ssl.truststore.type=PEM`, `ssl.keystore.type=PEM`); its unsecured token comes from
+Kafka's unsecured login module (`unsecuredLoginStringClaim_sub`), its signed one from a file through
+OAuthBearerLoginCallbackHandler.
 
 - The Java producer and consumer write and read over each protocol and mechanism; a consumer fetching past its
   session's lifetime re-authenticates its connection and reads on.
