@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING
 
-from ..protocol import API_KEYS
+from ..protocol import API_KEYS, api_name
 from ..security.acls.types import AclOperation, ResourceType
 from ..security.operations import operations_field, supported_operations
 from ..security.session import Session
@@ -130,8 +130,7 @@ class RequestContext:
                                         log_if_denied=log_if_denied, request=request, ref_count=count)}
 
     def _api_name(self) -> str:
-        pair = API_KEYS.get(self.header.request_api_key)
-        return pair[0].NAME.removesuffix("Request") if pair is not None else str(self.header.request_api_key)
+        return api_name(self.header.request_api_key)
 
     def __repr__(self):
         return (f"RequestContext(api_key={self.header.request_api_key}, api_version={self.api_version}, "

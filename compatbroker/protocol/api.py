@@ -19,6 +19,12 @@ _api_key_and_version = struct.Struct(">hh").unpack_from
 _i32 = struct.Struct(">i")
 
 
+def api_name(api_key: int) -> str:
+    """Kafka's name of an API (`Produce`, `SaslHandshake`), for log lines; `API key N` for one we do not know."""
+    pair = API_KEYS.get(api_key)
+    return pair[0].NAME.removesuffix("Request") if pair is not None else f"API key {api_key}"
+
+
 def is_flexible(message_cls, version: int) -> bool:
     flex = message_cls.FLEXIBLE_VERSIONS
     return flex is not None and flex[0] <= version and (flex[1] is None or version <= flex[1])

@@ -59,7 +59,7 @@ import struct
 from ..config import format_host_port
 from ..handlers import CloseAfterResponse, CloseConnection, RequestContext
 from ..handlers.api_versions import unsupported_version_response
-from ..protocol import (API_KEYS, DecodeError, FileRegion, UnsupportedVersionError, decode_request,
+from ..protocol import (DecodeError, FileRegion, UnsupportedVersionError, api_name, decode_request,
                         encode_response_chunks)
 from ..protocol.error_codes import ErrorCode
 from ..protocol.error_responses import NoErrorResponse, error_response
@@ -445,7 +445,7 @@ class Connection:
         if module is None or not module.MIN_VERSION <= header.request_api_version <= module.MAX_VERSION:
             return self._unsupported(header, frame)
         if self._authenticator is not None:
-            refusal = self._authenticator.admit(header.request_api_key, _api_name(header.request_api_key))
+            refusal = self._authenticator.admit(header.request_api_key, api_name(header.request_api_key))
             if refusal is not None:
                 log.info("closing connection from %s: %s", self.peer, refusal)
                 if self._authenticator.answer_refused_request:
@@ -474,7 +474,7 @@ class Connection:
             done.set_result(encode_response_chunks(API_VERSIONS_KEY, 0, header.correlation_id, body))
             return done
         log.warning("closing connection from %s: client %r sent %s version %d, which this broker does not serve",
-                    self.peer, _client_id_of(frame), _api_name(api_key), version)
+                    self.peer, _client_id_of(frame), api_name(api_key), version)
         return CLOSE
 
     async def _run_handler(self, module, ctx: RequestContext, body):
@@ -494,14 +494,14 @@ class Connection:
                                                          exc.response))
         except Exception:  # noqa: BLE001 - a bug: one bad request must not take the broker down
             log.exception("closing connection from %s: %s version %d from client %r failed", self.peer,
-                          _api_name(module.API_KEY), ctx.api_version, ctx.client_id)
+                          api_name(module.API_KEY), ctx.api_version, ctx.client_id)
             return CLOSE
 
     def _start_faulty(self, fault: Fault, module, ctx: RequestContext, body):
         """The queue entry of a request the hooks chose a fault for."""
         if fault.drop:
             log.info("closing connection from %s instead of answering %s (fault injection)", self.peer,
-                     _api_name(module.API_KEY))
+                     api_name(module.API_KEY))
             return CLOSE
         return self._spawn(self._run_faulty(fault, module, ctx, body))
 
@@ -607,9 +607,6 @@ def _peer_name(sock: socket.socket) -> str:
     return format_host_port(address[0], address[1])
 
 
-def _api_name(api_key: int) -> str:
-    pair = API_KEYS.get(api_key)
-    return pair[0].NAME.removesuffix("Request") if pair is not None else f"API key {api_key}"
 
 
 def _client_id_of(frame) -> str | None:
