@@ -211,6 +211,13 @@ def _consumer_group_describe(cls, version, request, error, text):
     return cls(groups=[cls.DescribedGroup(group_id=group_id, error_code=error) for group_id in request.group_ids])
 
 
+def _share_group_offsets_describe(cls, version, request, error, text):
+    # Each group named carries the code and message at group level, with no topics.
+    return cls(groups=[cls.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=[],
+                                                                  error_code=error, error_message=text)
+                       for group in request.groups])
+
+
 # --- transactions --------------------------------------------------------------------------------------------------
 
 def _add_partitions_to_txn(cls, version, request, error, text):
@@ -429,4 +436,11 @@ _BUILDERS: dict[int, _Builder] = {
     68: _error_code_only,     # ConsumerGroupHeartbeat
     69: _consumer_group_describe,
     75: _describe_topic_partitions,
+    76: _error_code_only,     # ShareGroupHeartbeat
+    77: _consumer_group_describe,  # ShareGroupDescribe: each group, as ConsumerGroupDescribe
+    78: _error_code_only,     # ShareFetch: the top-level code alone
+    79: _error_code_only,     # ShareAcknowledge
+    90: _share_group_offsets_describe,
+    91: _code_and_message,    # AlterShareGroupOffsets
+    92: _code_and_message,    # DeleteShareGroupOffsets
 }

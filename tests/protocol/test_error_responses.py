@@ -139,8 +139,13 @@ def _unserved_sample(api_key: int):
                                                                             salted_password=b"p")])
     if api_key == 65:
         return request_cls(transactional_ids=["a", "b"])
-    if api_key == 69:
+    if api_key in (69, 77):
         return request_cls(group_ids=["g", "h"])
+    if api_key == 90:
+        return request_cls(groups=[request_cls.DescribeShareGroupOffsetsRequestGroup(group_id="g", topics=None),
+                                   request_cls.DescribeShareGroupOffsetsRequestGroup(group_id="h", topics=[
+                                       request_cls.DescribeShareGroupOffsetsRequestTopic(topic_name="t",
+                                                                                         partitions=[0])])])
     return request_cls()  # SaslHandshake, AddOffsetsToTxn, EndTxn, DescribeAcls, SaslAuthenticate, ...
 
 
@@ -156,7 +161,7 @@ def expected_places(api_key: int, version: int) -> int:
         return 2 if version < 2 else 1            # partitions; then the top level; from v8 the group
     if api_key == 10:
         return 1 if version < 4 else 2            # top level; from v4 each coordinator key
-    if api_key in (15, 42, 69):
+    if api_key in (15, 42, 69, 77, 90):
         return 2                                  # each group
     if api_key in (23, 27, 61):
         return 2                                  # each partition

@@ -72,6 +72,11 @@ UNCOVERED = {
     ("ConsumerGroupHeartbeatRequest", 1): "kafka-python has no ConsumerGroupHeartbeat class",
     ("ConsumerGroupHeartbeatResponse", 0): "kafka-python has no ConsumerGroupHeartbeat class",
     ("ConsumerGroupHeartbeatResponse", 1): "kafka-python has no ConsumerGroupHeartbeat class",
+    **{(f"{api}{kind}", v): f"kafka-python has no {api} class"
+       for api, versions in (("ShareGroupHeartbeat", (1,)), ("ShareGroupDescribe", (1,)), ("ShareFetch", (1, 2)),
+                             ("ShareAcknowledge", (1, 2)), ("DescribeShareGroupOffsets", (0, 1)),
+                             ("AlterShareGroupOffsets", (0,)), ("DeleteShareGroupOffsets", (0,)))
+       for kind in ("Request", "Response") for v in versions},
     ("WriteTxnMarkersRequest", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
     ("WriteTxnMarkersResponse", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
     ("AlterReplicaLogDirsRequest", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
@@ -83,6 +88,16 @@ UNCOVERED = {
     **{("OffsetCommitValue", v): "internal-topic record: kafka-python has no class" for v in _versions(0, 4)},
     ("TransactionLogKey", 0): "internal-topic record: kafka-python has no class",
     **{("TransactionLogValue", v): "internal-topic record: kafka-python has no class" for v in _versions(0, 1)},
+    # KIP-848 / KIP-932 records of __consumer_offsets (types 3-16) and __share_group_state (types 0-1)
+    **{(f"{record}{part}", 0): "internal-topic record: kafka-python has no class"
+       for record in ("ConsumerGroupMetadata", "ConsumerGroupPartitionMetadata", "ConsumerGroupMemberMetadata",
+                      "ConsumerGroupTargetAssignmentMetadata", "ConsumerGroupTargetAssignmentMember",
+                      "ConsumerGroupCurrentMemberAssignment", "ConsumerGroupRegularExpression",
+                      "ShareGroupPartitionMetadata", "ShareGroupMemberMetadata", "ShareGroupMetadata",
+                      "ShareGroupTargetAssignmentMetadata", "ShareGroupTargetAssignmentMember",
+                      "ShareGroupCurrentMemberAssignment", "ShareGroupStatePartitionMetadata", "ShareSnapshot",
+                      "ShareUpdate")
+       for part in ("Key", "Value")},
 }
 
 
@@ -454,7 +469,8 @@ def test_frames_agree_with_kafka_python(name, version):
 def test_every_api_key_has_frames_checked():
     checked = {MESSAGES[n].API_KEY for n, _ in API_PAIRS}
     unchecked = {key for key in API_KEYS if key not in checked}
-    assert unchecked == {68, 69}  # ConsumerGroupHeartbeat and ConsumerGroupDescribe: no kafka-python class
+    # the KIP-848 (68, 69) and KIP-932 (76-79, 90-92) APIs: kafka-python has no class for them
+    assert unchecked == {68, 69, 76, 77, 78, 79, 90, 91, 92}
 
 
 def _metadata_response():

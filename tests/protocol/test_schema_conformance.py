@@ -14,8 +14,9 @@ APIs, but Kafka 3.9 still accepted every API from version 0 and old clients stil
 response schemas start at version 0 everywhere; the upper bound must match Kafka's. Header and data schemas carry no
 such exception.
 
-Schemas without a counterpart (the consumer-group APIs kafka-python does not ship, the internal-topic records) are
-only checked to load. Finally, the set of API keys our request/response schemas define is exactly the list the
+Schemas without a counterpart (the KIP-848 consumer group and KIP-932 share group APIs kafka-python does not ship,
+the internal-topic records) are only checked to load; the share group APIs start at version 1 as Kafka 4.1+ does
+(version 0 was 4.0's early access). Finally, the set of API keys our request/response schemas define is exactly the list the
 broker is specified to serve.
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ from compatbroker.protocol.schema import SCHEMA_DIR, load_schema_file
 
 KAFKA_DIR = Path(kafka.protocol.__file__).parent / "schemas" / "resources"
 EXPECTED_API_KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 42, 43, 44, 45, 46, 47, 50, 51, 55, 60, 61, 65, 66, 68, 69, 75}
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 42, 43, 44, 45, 46, 47, 50, 51, 55, 60, 61, 65, 66, 68, 69, 75,
+                     76, 77, 78, 79, 90, 91, 92}
 IGNORED_KEYS = {"about", "listeners"}
 INT_TYPES = {"int8", "int16", "int32", "int64", "uint16", "uint32"}
 _COMMENT = re.compile(r"(?m)^\s*//.*$")
