@@ -14,6 +14,9 @@ Deviations from Kafka's defaults, chosen for development machines:
 - `log.dirs` is a per-user data directory (`$XDG_DATA_HOME/compatbroker` or `~/.local/share/compatbroker`);
 - `node.id` is 1 (Kafka has no default);
 - `group.initial.rebalance.delay.ms` is 0 (Kafka: 3000), so that a consumer group forms at once.
+- `group.consumer.heartbeat.interval.ms` and `group.consumer.min.heartbeat.interval.ms` are 500 (Kafka: 5000): a
+  KIP-848 member learns of partitions another member released only from its next heartbeat, so a group of
+  consumer-protocol members settles within about half a second instead of five.
 
 Security settings (TLS, SASL, authorization; some also per listener as `listener.name.<listener>.<name>`) are
 `compatbroker.security.settings`'s, typed per listener in `config.security`.
@@ -132,6 +135,26 @@ def _parse_protocol_map(value: Any) -> dict[str, str]:
     return mapping
 
 
+def _parse_assignors(value: Any) -> tuple[str, ...]:
+    """`group.consumer.assignors`: the server assignors Kafka ships, by name (uniform, range) or class name."""
+    names = []
+    for item in _parse_list(value):
+        name = item.rsplit(".", 1)[-1].removesuffix("Assignor").lower()
+        if name not in ("uniform", "range"):
+            raise ValueError(f"unknown assignor {item} (Kafka ships uniform and range)")
+        names.append(name)
+    if not names:
+        raise ValueError("at least one assignor is needed")
+    return tuple(names)
+
+
+def _parse_migration_policy(value: Any) -> str:
+    policy = str(value).strip().lower()
+    if policy not in ("disabled", "upgrade", "downgrade", "bidirectional"):
+        raise ValueError("must be one of (case insensitive): DISABLED, UPGRADE, DOWNGRADE, BIDIRECTIONAL")
+    return policy
+
+
 # --- the settings the broker itself reads -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -171,6 +194,34 @@ _SETTINGS = (
     _Setting("group.min.session.timeout.ms", _parse_int, 6000, 0),
     _Setting("group.max.session.timeout.ms", _parse_int, 1_800_000, 0),
     _Setting("group.max.size", _parse_int, 2**31 - 1, 1),
+    # KIP-848 consumer groups and KIP-932 share groups (typed views: compatbroker/coordinator/settings.py)
+    _Setting("group.coordinator.rebalance.protocols", _parse_list, ("classic", "consumer", "streams")),
+    _Setting("group.consumer.session.timeout.ms", _parse_int, 45_000, 1),
+    _Setting("group.consumer.min.session.timeout.ms", _parse_int, 45_000, 1),
+    _Setting("group.consumer.max.session.timeout.ms", _parse_int, 60_000, 1),
+    _Setting("group.consumer.heartbeat.interval.ms", _parse_int, 500, 1),  # Kafka: 5000 (see module doc)
+    _Setting("group.consumer.min.heartbeat.interval.ms", _parse_int, 500, 1),  # Kafka: 5000
+    _Setting("group.consumer.max.heartbeat.interval.ms", _parse_int, 15_000, 1),
+    _Setting("group.consumer.max.size", _parse_int, 2**31 - 1, 1),
+    _Setting("group.consumer.assignors", _parse_assignors, ("uniform", "range")),
+    _Setting("group.consumer.migration.policy", _parse_migration_policy, "bidirectional"),
+    _Setting("group.share.session.timeout.ms", _parse_int, 45_000, 1),
+    _Setting("group.share.min.session.timeout.ms", _parse_int, 45_000, 1),
+    _Setting("group.share.max.session.timeout.ms", _parse_int, 60_000, 1),
+    _Setting("group.share.heartbeat.interval.ms", _parse_int, 5_000, 1),
+    _Setting("group.share.min.heartbeat.interval.ms", _parse_int, 5_000, 1),
+    _Setting("group.share.max.heartbeat.interval.ms", _parse_int, 15_000, 1),
+    _Setting("group.share.max.size", _parse_int, 200, 1),
+    _Setting("group.share.record.lock.duration.ms", _parse_int, 30_000, 1000),
+    _Setting("group.share.min.record.lock.duration.ms", _parse_int, 15_000, 1000),
+    _Setting("group.share.max.record.lock.duration.ms", _parse_int, 60_000, 1000),
+    _Setting("group.share.delivery.count.limit", _parse_int, 5, 2),
+    _Setting("group.share.partition.max.record.locks", _parse_int, 2000, 100),
+    _Setting("group.share.max.share.sessions", _parse_int, 2000, 1),
+    _Setting("share.coordinator.state.topic.num.partitions", _parse_int, 50, 1),
+    _Setting("share.coordinator.state.topic.segment.bytes", _parse_int, 104_857_600, 1),
+    _Setting("share.coordinator.state.topic.replication.factor", _parse_int, 3, 1),
+    _Setting("share.coordinator.state.topic.min.isr", _parse_int, 2, 1),
     _Setting("offsets.topic.num.partitions", _parse_int, 50, 1),
     _Setting("offsets.topic.segment.bytes", _parse_int, 104_857_600, 1),
     _Setting("offsets.retention.minutes", _parse_int, 10_080, 1),
@@ -211,7 +262,6 @@ REPLICA_SELECTORS = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",
 IGNORED = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
-    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
 })
 """Names from Kafka's sample `server.properties` that mean nothing to a single broker without a controller."""
 
@@ -299,6 +349,7 @@ class BrokerConfig:
             self._values[setting.name] = value
             setattr(self, setting.attribute, value)
         self._check_socket_server_settings()
+        self._check_group_settings()
         self.listeners = self._serving_listeners()
         self.advertised_listeners = self._checked_advertised()
         self.security = security_settings(properties, {endpoint.name: self.security_protocol(endpoint)
@@ -379,6 +430,18 @@ class BrokerConfig:
         if self._values["max.connections.per.ip"] == 0 and not self._values["max.connections.per.ip.overrides"]:
             raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
                               "property is set.")
+
+    def _check_group_settings(self) -> None:
+        """Kafka's start-up checks of the group settings that bound each other."""
+        for prefix in ("group.consumer.", "group.share."):
+            for name in ("session.timeout.ms", "heartbeat.interval.ms", "record.lock.duration.ms"):
+                value = self._values.get(prefix + name)
+                if value is None:
+                    continue
+                if value < self._values[f"{prefix}min.{name}"]:
+                    raise ConfigError(f"{prefix}{name} must be greater than or equal to {prefix}min.{name}")
+                if value > self._values[f"{prefix}max.{name}"]:
+                    raise ConfigError(f"{prefix}{name} must be less than or equal to {prefix}max.{name}")
 
     def _serving_listeners(self) -> tuple[Endpoint, ...]:
         """The listeners clients use: controller listeners are dropped; each has a security protocol."""

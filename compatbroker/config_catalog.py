@@ -438,6 +438,28 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
     _broker("group.consumer.session.timeout.ms", INT, "45000", "Session timeout of consumer-protocol members."),
     _broker("group.consumer.heartbeat.interval.ms", INT, "5000", "Heartbeat interval of consumer-protocol members."),
     _broker("group.consumer.max.size", INT, INT_MAX, "Members a consumer-protocol group may have."),
+    _broker("group.consumer.min.session.timeout.ms", INT, "45000", "Shortest session timeout of a consumer group."),
+    _broker("group.consumer.max.session.timeout.ms", INT, "60000", "Longest session timeout of a consumer group."),
+    _broker("group.consumer.min.heartbeat.interval.ms", INT, "5000", "Shortest heartbeat interval of a consumer group."),
+    _broker("group.consumer.max.heartbeat.interval.ms", INT, "15000", "Longest heartbeat interval of a consumer group."),
+    _broker("group.consumer.assignors", LIST, "uniform,range", "Server-side assignors; the first is the default."),
+    _broker("group.consumer.migration.policy", STRING, "bidirectional",
+            "Whether classic and consumer groups convert into each other while they have members."),
+    _broker("group.share.session.timeout.ms", INT, "45000", "Session timeout of share-group members."),
+    _broker("group.share.min.session.timeout.ms", INT, "45000", "Shortest session timeout of a share group."),
+    _broker("group.share.max.session.timeout.ms", INT, "60000", "Longest session timeout of a share group."),
+    _broker("group.share.heartbeat.interval.ms", INT, "5000", "Heartbeat interval of share-group members."),
+    _broker("group.share.min.heartbeat.interval.ms", INT, "5000", "Shortest heartbeat interval of a share group."),
+    _broker("group.share.max.heartbeat.interval.ms", INT, "15000", "Longest heartbeat interval of a share group."),
+    _broker("group.share.max.size", INT, "200", "Members a share group may have."),
+    _broker("group.share.record.lock.duration.ms", INT, "30000", "How long a delivered record stays acquired."),
+    _broker("group.share.min.record.lock.duration.ms", INT, "15000", "Shortest record lock a share group may set."),
+    _broker("group.share.max.record.lock.duration.ms", INT, "60000", "Longest record lock a share group may set."),
+    _broker("group.share.delivery.count.limit", INT, "5", "Deliveries of a record before it is archived."),
+    _broker("group.share.partition.max.record.locks", INT, "2000", "Records of a share-partition acquired at once."),
+    _broker("group.share.max.share.sessions", INT, "2000", "Share sessions a broker keeps at most."),
+    _broker("share.coordinator.state.topic.num.partitions", INT, "50", "Partitions of __share_group_state."),
+    _broker("share.coordinator.state.topic.segment.bytes", INT, "104857600", "Segment size of __share_group_state."),
     _broker("offsets.topic.num.partitions", INT, "50", "Partitions of __consumer_offsets."),
     _broker("offsets.topic.replication.factor", SHORT, "3", "Replication factor of __consumer_offsets."),
     _broker("offsets.topic.segment.bytes", INT, "104857600", "Segment size of __consumer_offsets."),
@@ -569,7 +591,8 @@ _BROKER_SYNONYM_GROUPS = (
 _BROKER_SYNONYMS = {name: group for group in _BROKER_SYNONYM_GROUPS for name in group}
 
 # Names whose effective default here differs from Kafka's; their value comes from the running configuration.
-_OUR_DEFAULTS = frozenset({"node.id", "broker.id", "listeners", "log.dirs", "group.initial.rebalance.delay.ms"})
+_OUR_DEFAULTS = frozenset({"node.id", "broker.id", "listeners", "log.dirs", "group.initial.rebalance.delay.ms",
+                           "group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms"})
 
 
 def broker_synonyms(name: str) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from ..protocol.error_codes import ErrorCode
 from ..security.broker_security import BrokerSecurity
 from ..topic_names import is_internal
 from .controller import Controller, ControllerError
-from .metadata import METADATA_FILE, ClusterMetadata, NodeInfo, PartitionState, TopicInfo
+from .metadata import METADATA_FILE, ClusterMetadata, GroupConfigs, NodeInfo, PartitionState, TopicInfo
 from .producer_id_blocks import PRODUCER_ID_BLOCK_FILE, ProducerIdBlocks
 from .replication import Replication
 
@@ -77,6 +77,7 @@ class Cluster:
             node.load_logs()  # a node directory of another cluster fails here (its meta.properties)
         if not self.multi_node:
             metadata = ClusterMetadata(next(iter(self.nodes.values())).logs.cluster_id, infos)
+        metadata.group_configs = GroupConfigs.load(self.data_dir)  # per-group configs, cluster-wide
         self.metadata = metadata
         self.controller = Controller(metadata, save=self._save if self.multi_node else None,
                                      unclean_allowed=self._unclean_allowed,

@@ -4,6 +4,10 @@
 A cluster of several nodes keeps it in `cluster-metadata.json` in the data directory (written whole and atomically
 on each change, as Kafka's controller appends each change to `__cluster_metadata`); a single node rebuilds it at
 start from its partition directories, which keeps today's layout.
+
+The GROUP config overrides (KIP-848/932 per-group configs, `GroupConfigs`) are cluster-wide metadata too; they
+live in `group-configs.json` beside it, for a single node as well (whose metadata is otherwise never written), and
+are saved whole on each change and read at start.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from ..storage.checkpoints import write_atomically
 
 NO_LEADER = -1
 METADATA_FILE = "cluster-metadata.json"
+GROUP_CONFIGS_FILE = "group-configs.json"
 _FORMAT_VERSION = 1
 
 
@@ -73,6 +78,7 @@ class ClusterMetadata:
         self._topics: dict[str, TopicInfo] = {}
         self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self._partitions: dict[str, list[PartitionState]] = {}
+        self.group_configs = GroupConfigs()
 
     @property
     def controller_id(self) -> int:
@@ -152,3 +158,49 @@ class ClusterMetadata:
             metadata.put_topic(TopicInfo(topic["name"], uuid.UUID(topic["topic_id"]), len(states),
                                          bool(topic["internal"])), states)
         return metadata
+
+
+class GroupConfigs:
+    """The GROUP config overrides of every group: group id -> {config name: value text}. Values are checked by
+    the caller (`compatbroker.coordinator.group_config.validate`); this only keeps and persists them."""
+
+    def __init__(self, directory: str | None = None):
+        self._path = None if directory is None else os.path.join(directory, GROUP_CONFIGS_FILE)
+        self._configs: dict[str, dict[str, str]] = {}
+
+    def get(self, group_id: str) -> dict[str, str]:
+        return dict(self._configs.get(group_id, {}))
+
+    def groups(self) -> list[str]:
+        return sorted(self._configs)
+
+    def set(self, group_id: str, overrides: dict[str, str]) -> None:
+        """Make `overrides` the group's whole override set (empty: none) and save; OSError when the disk refuses
+        (nothing changes then)."""
+        changed = dict(self._configs)
+        if overrides:
+            changed[group_id] = dict(overrides)
+        else:
+            changed.pop(group_id, None)
+        if self._path is not None:
+            write_atomically(self._path, json.dumps({"version": _FORMAT_VERSION, "groups": changed},
+                                                    indent=1, sort_keys=True).encode())
+        self._configs = changed
+
+    @classmethod
+    def load(cls, directory: str) -> GroupConfigs:
+        """The saved overrides of `directory`, or none."""
+        store = cls(directory)
+        try:
+            with open(store._path, "rb") as source:
+                data = json.loads(source.read())
+        except FileNotFoundError:
+            return store
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{store._path}: unreadable group configs: {exc}") from None
+        groups = data.get("groups") if isinstance(data, dict) else None
+        if not isinstance(groups, dict) or not all(isinstance(configs, dict) for configs in groups.values()):
+            raise ValueError(f"{store._path}: unreadable group configs: not a map of groups to configs")
+        store._configs = {str(group): {str(name): str(value) for name, value in configs.items()}
+                          for group, configs in groups.items()}
+        return store

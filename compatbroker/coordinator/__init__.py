@@ -1,6 +1,12 @@
-"""The group coordinator: classic consumer groups (`membership.py`, `group.py`) and their committed offsets
-(`offsets.py`, `loader.py`), both kept durable in `__consumer_offsets`. Offsets committed inside a transaction
-(TxnOffsetCommit) stay pending there until the transaction coordinator's marker completes them.
+"""The group coordinator: classic groups (`membership.py`, `group.py`), KIP-848 consumer groups
+(`consumer_group/`), KIP-932 share groups (`share_group/`; their records are delivered by compatbroker.share) and
+committed offsets (`offsets.py`, `loader.py`), all kept durable in `__consumer_offsets`. Offsets committed inside a
+transaction (TxnOffsetCommit) stay pending there until the transaction coordinator's marker completes them.
+
+Group ids share one namespace: a group is classic, consumer or share (`group_type`), and each request is answered
+by the manager of its group's type. The records of consumer and share groups (record types 3 to 16,
+`group_records.py`) are replayed in log order into their managers (`replay_typed`), which start their members'
+sessions once the partition is loaded (`on_groups_loaded`).
 
 `Coordinator` is the one object handlers talk to; `coordinator_of(node)` finds (or creates and starts) the
 node's. Each node of a cluster has its own, below the node: it sees the node only through `host.CoordinatorHost`.
@@ -19,6 +25,7 @@ so does `group()` here, on first sight.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable
 
@@ -26,6 +33,9 @@ from ..protocol.error_codes import ErrorCode
 from .group import GROUP_TYPE, Group, GroupState
 from .host import CoordinatorHost
 from .membership import GroupSettings, Membership, write_error
+from .consumer_group import ConsumerGroups
+from .settings import ConsumerGroupSettings, ShareGroupSettings
+from .share_group import ShareGroups
 
 __all__ = ["Coordinator", "Group", "GroupSettings", "GroupState", "coordinator_of"]
 
@@ -42,6 +52,10 @@ class Coordinator:
         self.membership = Membership(settings=settings or GroupSettings.from_config(broker.config),
                                      now_ms=broker.now_ms, store_group=self._store_group)
         self.offsets = offset_store_factory(broker, self)
+        self.consumer_settings = ConsumerGroupSettings.from_config(broker.config)
+        self.share_settings = ShareGroupSettings.from_config(broker.config)
+        self.consumer_groups = ConsumerGroups(self, self.consumer_settings)
+        self.share_groups = ShareGroups(self, self.share_settings)
         self._starting: asyncio.Task | None = None
 
     # --- life cycle -----------------------------------------------------------------------------------------------
@@ -74,9 +88,9 @@ class Coordinator:
         """The store's hand-over when this node stops leading `partition`: its groups leave memory, their timers
         stop and their parked requests answer NOT_COORDINATOR."""
         partition_for = self.offsets.partition_for
-        doomed = [group_id for group_id in self.membership.groups if partition_for(group_id) == partition]
+        doomed = [group_id for group_id in self._group_ids() if partition_for(group_id) == partition]
         for group_id in doomed:
-            self.membership.unload_group(group_id)
+            self._manager_of(group_id).unload_group(group_id)
         if doomed:
             log.info("no longer coordinating %d group(s) of partition %d", len(doomed), partition)
 
@@ -90,21 +104,46 @@ class Coordinator:
     async def stop(self) -> None:
         """Cancel the timers (sessions, join and sync phases, offset retention); storage is the broker's to close."""
         await self.membership.stop()
+        for manager in self._typed_managers():
+            await manager.stop()
         await self.offsets.stop()
 
     # --- groups ---------------------------------------------------------------------------------------------------
 
-    def group(self, group_id: str) -> Group | None:
-        """The group, including a simple group for a group id that only has committed offsets."""
+    def group(self, group_id: str):
+        """The group of any type (a classic `Group`, a `ConsumerGroup`, a `ShareGroup`), including a simple classic
+        group for a group id that only has committed offsets; None when there is none."""
+        for manager in self._typed_managers():
+            group = manager.groups.get(group_id)
+            if group is not None:
+                return group
         group = self.membership.groups.get(group_id)
         if group is None and group_id in self.offsets.groups_with_offsets():
             group = self.membership.get_or_create(group_id)
         return group
 
-    def all_groups(self) -> list[Group]:
-        for group_id in self.offsets.groups_with_offsets():
+    def group_type(self, group_id: str) -> str | None:
+        """"classic", "consumer" or "share" for a group this node knows, else None."""
+        group = self.group(group_id)
+        return None if group is None else group.group_type
+
+    def all_groups(self) -> list:
+        typed = [group for manager in self._typed_managers() for group in manager.groups.values()]
+        typed_ids = {group.group_id for group in typed}
+        for group_id in self.offsets.groups_with_offsets() - typed_ids:
             self.membership.get_or_create(group_id)  # a simple group for each id that only has offsets
-        return list(self.membership.groups.values())
+        return list(self.membership.groups.values()) + typed
+
+    def replay_typed(self, record) -> None:
+        """The loader's hand-over of one record of a consumer group (types 3-8, 16) or a share group (9-15)."""
+        manager = self.share_groups if 9 <= record.record_type <= 15 else self.consumer_groups
+        manager.replay(record)
+
+    def on_groups_loaded(self, group_ids: Iterable[str]) -> None:
+        """A partition of `__consumer_offsets` is loaded: the managers start the sessions of its groups' members."""
+        group_ids = list(group_ids)
+        for manager in self._typed_managers():
+            manager.on_loaded(group_ids)
 
     def load_group_metadata(self, group_id: str, value) -> None:
         """The loader's hand-over of a group's last metadata record (None: a tombstone, the group is gone)."""
@@ -114,14 +153,18 @@ class Coordinator:
             self.membership.load(Group.from_metadata_value(group_id, value))
 
     def on_offsets_deleted(self, group_id: str) -> None:
-        """The group's last committed offset is gone (retention, OffsetDelete): an Empty group goes with it, as
-        Kafka's cleanup does, and its metadata record gets a tombstone."""
-        group = self.membership.groups.get(group_id)
-        if group is None or group.state is not GroupState.EMPTY or group_id in self.offsets.groups_with_offsets():
+        """The group's last committed offset is gone (retention, OffsetDelete): an Empty classic or consumer group
+        goes with it, as Kafka's cleanup does, and its records get tombstones. A share group stays (its state is
+        not committed offsets)."""
+        group = self.group(group_id)
+        if group is None or str(group.state) != GroupState.EMPTY or group.group_type == "share" \
+                or group_id in self.offsets.groups_with_offsets():
             return
-        self.membership.remove_group(group_id)
-        log.info("group %s is empty and has no committed offsets left: removed", group_id)
-        self.membership.spawn(self._delete_quietly(group_id))
+        manager = self._manager_of(group_id)
+        records = None if manager is self.membership else manager.tombstones(group_id)
+        manager.remove_group(group_id)
+        log.info("%s group %s is empty and has no committed offsets left: removed", group.group_type, group_id)
+        self.membership.spawn(self._delete_quietly(group_id, records))
 
     # --- offsets --------------------------------------------------------------------------------------------------
 
@@ -141,6 +184,10 @@ class Coordinator:
                 return ErrorCode.GROUP_ID_NOT_FOUND if new_api else ErrorCode.ILLEGAL_GENERATION
             group = self.membership.get_or_create(group_id)
             log.info("group %s created by an offset commit outside group management", group_id)
+        if group.group_type != GROUP_TYPE:  # a consumer group (its classic members included) or a share group
+            return self._manager_of(group_id).validate_offset_commit(
+                group, member_id, generation_id, group_instance_id=group_instance_id, api_version=api_version,
+                transactional=transactional)
         error = group.validate_offset_commit(member_id, group_instance_id, generation_id, transactional)
         member = group.members.get(member_id)
         if error is ErrorCode.NONE and member is not None and generation_id >= 0 and not transactional:
@@ -151,39 +198,62 @@ class Coordinator:
 
     # --- administration -------------------------------------------------------------------------------------------
 
-    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list[Group]:
+    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list:
         """The groups this node coordinates passing the filters (states and types compared case-insensitively; an
-        empty filter passes everything). Every group here is a classic one."""
+        empty filter passes everything)."""
         wanted_states = {state.strip().lower() for state in states or ()}
         wanted_types = {kind.strip().lower() for kind in types or ()}
         return [group for group in self.all_groups()
-                if (not wanted_states or group.state.lower() in wanted_states)
-                and (not wanted_types or GROUP_TYPE in wanted_types)]
+                if (not wanted_states or str(group.state).lower() in wanted_states)
+                and (not wanted_types or group.group_type in wanted_types)]
 
     async def delete_group(self, group_id: str) -> ErrorCode:
-        """DeleteGroups for one group: only an Empty group can go; its offsets and metadata get tombstones."""
+        """DeleteGroups for one group of any type: only an Empty group can go; its offsets and records get
+        tombstones (one batch), and a share group's share-partition state goes with it (its manager's part). A
+        consumer group is deleted under its lock, so that no heartbeat changes it meanwhile."""
+        lock = getattr(self._manager_of(group_id), "lock", None)
+        async with (lock(group_id) if lock is not None else contextlib.nullcontext()):
+            return await self._delete_group(group_id)
+
+    async def _delete_group(self, group_id: str) -> ErrorCode:
         group = self.group(group_id)
-        if group is None or group.state is GroupState.DEAD:
+        if group is None or str(group.state) == GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.state is not GroupState.EMPTY:
+        if str(group.state) != GroupState.EMPTY:
             return ErrorCode.NON_EMPTY_GROUP
-        self.membership.remove_group(group_id)  # gone at once, as in Kafka; a later join starts a new group
+        manager = self._manager_of(group_id)
+        records = None if manager is self.membership else manager.tombstones(group_id)
+        manager.remove_group(group_id)  # gone at once, as in Kafka; a later join starts a new group
         try:
-            await self.offsets.delete_group(group_id)
+            await self.offsets.delete_group(group_id, group_records=records)
         except Exception as exc:  # noqa: BLE001 - answered with the mapped error, as Kafka does
             log.warning("group %s: deletion could not be stored: %s", group_id, exc)
             return write_error(exc)
-        log.info("group %s deleted", group_id)
+        log.info("%s group %s deleted", group.group_type, group_id)
         return ErrorCode.NONE
 
     # --- internals ------------------------------------------------------------------------------------------------
 
+    def _typed_managers(self) -> list:
+        return [self.consumer_groups, self.share_groups]
+
+    def _manager_of(self, group_id: str):
+        """The manager holding the group: a typed one, else the classic membership."""
+        for manager in self._typed_managers():
+            if group_id in manager.groups:
+                return manager
+        return self.membership
+
+    def _group_ids(self) -> list[str]:
+        return list(self.membership.groups) + [group_id for manager in self._typed_managers()
+                                               for group_id in manager.groups]
+
     async def _store_group(self, group: Group) -> None:
         await self.offsets.store_group(group)
 
-    async def _delete_quietly(self, group_id: str) -> None:
+    async def _delete_quietly(self, group_id: str, group_records=None) -> None:
         try:
-            await self.offsets.delete_group(group_id)
+            await self.offsets.delete_group(group_id, group_records=group_records)
         except Exception as exc:  # noqa: BLE001 - the group is gone from memory; compaction keeps the old record
             log.warning("group %s: could not write its tombstone: %s", group_id, exc)
 

@@ -30,7 +30,7 @@ from ..protocol.error_codes import ErrorCode
 log = logging.getLogger(__name__)
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-GROUP_TYPE = "classic"
+GROUP_TYPE = "classic"  # KIP-848's name of this kind of group (ListGroups v5, DescribeGroups)
 
 
 class GroupState(enum.StrEnum):
@@ -159,6 +159,8 @@ class Member:
 
 class Group:
     """A classic group. Everything runs on the event loop; nothing here awaits."""
+
+    group_type = GROUP_TYPE
 
     def __init__(self, group_id: str, *, state: GroupState = GroupState.EMPTY, generation_id: int = 0,
                  protocol_type: str | None = None, protocol_name: str | None = None, leader_id: str | None = None,

@@ -9,9 +9,13 @@ pending transactional commits of that key written before it). Offsets committed 
 with the transactional bit, from TxnOffsetCommit) wait for their producer's marker: a commit marker makes each
 visible unless a newer record (by offset) of the same key already is, as Kafka's replay does; an abort marker drops
 them. Those still open at the end are handed to the store as pending, per partition and producer id, so that a
-marker written after the restart completes them. Records this broker does not keep (KIP-848, share and streams
-groups) are skipped, and so is a batch or record that does not decode, with an error in the log rather than a
-broker that cannot start.
+marker written after the restart completes them.
+
+The records of consumer and share groups (`group_records.py`) are kept as compaction would leave them: the last
+record of each key, in log order (a later record of a key moves it to its own position, a tombstone removes it);
+the store hands them, in that order, to `Coordinator.replay_typed` once the offsets and classic groups are in.
+Records this broker does not keep (streams groups) are skipped, and so is a batch or record that does not decode,
+with an error in the log rather than a broker that cannot start.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ..protocol.records.batch import iter_records
 from ..protocol.records.control import ControlRecordType, parse_control_record
 from ..protocol.records.errors import InvalidRecordError
 from ..topic_names import GROUP_METADATA_TOPIC
+from .group_records import TypedRecord
 from .offsets import CommittedOffset, GroupRecord, OffsetRecord, OpenTransactions, PendingCommit, parse_record
 from .replay import MAX_RECORDS_BYTES, record_bytes, replay_batches
 
@@ -41,13 +46,15 @@ OffsetKey = tuple[str, int]
 @dataclass
 class Replayed:
     """What the topic holds: per group, the committed offsets and the offset of the record each comes from; the
-    last metadata record of each group that has one (None when that record is a tombstone); and the commits of
-    transactions still open, by (partition, producer id)."""
+    last metadata record of each group that has one (None when that record is a tombstone); the commits of
+    transactions still open, by (partition, producer id); and the live consumer and share group records, by their
+    key bytes, in log order."""
 
     offsets: dict[str, dict[OffsetKey, CommittedOffset]] = field(default_factory=dict)
     positions: dict[str, dict[OffsetKey, int]] = field(default_factory=dict)
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
     transactions: OpenTransactions = field(default_factory=dict)
+    typed: dict[bytes, TypedRecord] = field(default_factory=dict)
     records: int = 0  # records read, for the log line
 
 
@@ -68,13 +75,16 @@ def _replay_batch(batch, header, transactions: dict, replayed: Replayed) -> None
         if header.is_control:
             _end_transaction(header.producer_id, record, transactions, replayed)
             continue
+        raw_key = record_bytes(record.key)
         try:
-            parsed = parse_record(record_bytes(record.key), record_bytes(record.value))
+            parsed = parse_record(raw_key, record_bytes(record.value))
         except DecodeError as exc:
             log.error("%s: skipping the record at offset %d, which does not decode: %s", GROUP_METADATA_TOPIC,
                       record.offset, exc)
             continue
-        if isinstance(parsed, GroupRecord):
+        if isinstance(parsed, TypedRecord):
+            _keep_last(raw_key, parsed, replayed.typed)
+        elif isinstance(parsed, GroupRecord):
             replayed.groups[parsed.group_id] = parsed.value
         elif isinstance(parsed, OffsetRecord):
             key = (parsed.topic, parsed.partition)
@@ -85,6 +95,13 @@ def _replay_batch(batch, header, transactions: dict, replayed: Replayed) -> None
                 by_group.setdefault(parsed.group_id, {})[key] = PendingCommit(parsed.committed, record.offset)
             else:
                 _materialize(parsed.group_id, key, PendingCommit(parsed.committed, record.offset), replayed)
+
+
+def _keep_last(key: bytes, parsed: TypedRecord, typed: dict[bytes, TypedRecord]) -> None:
+    """Compaction's view: the key's earlier record goes; a live record takes the key's place at the end."""
+    typed.pop(key, None)
+    if parsed.value is not None:
+        typed[key] = parsed
 
 
 def _materialize(group_id: str, key: OffsetKey, commit: PendingCommit, replayed: Replayed) -> None:

@@ -3,8 +3,9 @@
 
 Records (a key and a value, each opening with an int16 version):
 - key version 0 or 1: an offset commit, OffsetCommitKey (group, topic, partition); Kafka writes 1, and so do we.
-  key version 2: a classic group's metadata, GroupMetadataKey (group). Higher key versions are the records of
-  KIP-848, share and streams groups, which this broker does not run: they are skipped when loading.
+  key version 2: a classic group's metadata, GroupMetadataKey (group). Key versions 3 to 16 are the records of
+  KIP-848 consumer groups and KIP-932 share groups (`group_records.py`): `parse_record` decodes them as
+  `TypedRecord`s, their groups write them with `store_records`. Higher ones (streams groups) are skipped.
 - OffsetCommitValue is written as version 4 (flexible; the topic id in tagged field 0), as Kafka 4.1 and later
   write it, or as version 1 when the commit carries an expire timestamp (OffsetCommit v2-4 with a retention
   time). GroupMetadataValue is written as version 3, Kafka's choice. Every version from 0 is read; a value version
@@ -40,14 +41,16 @@ offset with a pending commit alone, and a group with an open transaction is not 
 Retention (`offsets.retention.minutes`, checked every `offsets.retention.check.interval.ms`), as Kafka's
 coordinator does it: in an Empty group, offsets expire once the retention has passed since the group became
 Empty; in a group without a protocol type (commits from assign() consumers), since each offset's commit; in a
-Stable `consumer` group, offsets of topics no member subscribes to, since their commit; an offset with an expire
-timestamp (OffsetCommit v2-4) expires at that time; offsets of subscribed topics never expire. Expired offsets get
-tombstones. After each pass every group without offsets is reported to the coordinator (`on_offsets_deleted`),
-which drops it if it is Empty, as Kafka's cleanup does.
+Stable `consumer` group, offsets of topics no member subscribes to, since their commit; in a KIP-848 consumer
+group, in any state, offsets of topics no member subscribes to, since their commit (Kafka's ConsumerGroup); a share
+group's are left alone; an offset with an expire timestamp (OffsetCommit v2-4) expires at that time; offsets of
+subscribed topics never expire. Expired offsets get tombstones. After each pass every group without offsets is
+reported to the coordinator (`on_offsets_deleted`), which drops it if it is Empty, as Kafka's cleanup does.
 
-What is read from a group (the coordinator's `Group`): `state`, `protocol_type` (None for a group that only
-holds offsets), `current_state_timestamp` (ms, or None), `is_subscribed(topic)`, `subscribed_topics()` (None when
-unknown), and for its metadata record the generation, protocol, leader and members.
+What is read from a group (the coordinator's `Group`, or a consumer or share group): `group_type`, `state`,
+`protocol_type` (None for a group that only holds offsets), `current_state_timestamp` (ms, or None),
+`is_subscribed(topic)`, `subscribed_topics()` (None when unknown), and for a classic group's metadata record the
+generation, protocol, leader and members.
 """
 from __future__ import annotations
 
@@ -73,6 +76,7 @@ from ..storage.validator import COORDINATOR
 from ..topic_names import GROUP_METADATA_TOPIC
 from .appends import COORDINATOR_APPEND_ERRORS, check_before_append, coordinator_error, wait_for_replicas
 from .group import CONSUMER_PROTOCOL_TYPE, GroupState
+from .group_records import TypedRecord, parse_typed
 from .host import CoordinatorHost
 from .ownership import PartitionOwnership
 
@@ -97,6 +101,10 @@ NO_OFFSET = -1
 TXN_OFFSET_COMMIT_BASE_SEQUENCE = 0  # Kafka's group coordinator writes its transactional batches with it
 NO_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
+
+# The group types of the coordinator's groups (`group.group_type`; Kafka's GroupType names).
+CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 _VERSION = struct.Struct(">h")
 _INT32_MIN = -(2**31)
@@ -235,9 +243,9 @@ class GroupRecord(NamedTuple):
     value: GroupMetadataValue | None
 
 
-def parse_record(key: bytes | None, value: bytes | None) -> OffsetRecord | GroupRecord | None:
-    """Decode one record of `__consumer_offsets`; None for record types this broker does not keep.
-    Raises DecodeError for a malformed record."""
+def parse_record(key: bytes | None, value: bytes | None) -> OffsetRecord | GroupRecord | TypedRecord | None:
+    """Decode one record of `__consumer_offsets`: a consumer or share group record (key version 3 and up) as a
+    `TypedRecord`; None for record types this broker does not keep. Raises DecodeError for a malformed record."""
     if key is None or len(key) < _VERSION.size:
         raise DecodeError("a __consumer_offsets record needs a key with a version")
     key_version = _VERSION.unpack_from(key)[0]
@@ -249,7 +257,7 @@ def parse_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Group
     if key_version == GROUP_METADATA_KEY_VERSION:
         parsed = decode_message(GroupMetadataKey, 0, body)
         return GroupRecord(parsed.group, None if value is None else _decode_value(GroupMetadataValue, value))
-    return None
+    return parse_typed(key_version, body, value)
 
 
 def _committed_offset(topic: str, partition: int, value: bytes) -> CommittedOffset:
@@ -404,10 +412,27 @@ class OffsetStore:
                     self._add_pending(transaction, group_id, pending)
         for group_id, value in replayed.groups.items():
             self._coordinator.load_group_metadata(group_id, value)
+        typed_groups = self._hand_over_typed(replayed.typed.values())
         log.info("replayed %d record(s) of %s-%d: %d group(s) with committed offsets, %d group metadata record(s), "
-                 "%d open transaction(s)", replayed.records, GROUP_METADATA_TOPIC, partition,
-                 sum(1 for offsets in replayed.offsets.values() if offsets), len(replayed.groups),
-                 len(replayed.transactions))
+                 "%d consumer/share group(s), %d open transaction(s)", replayed.records, GROUP_METADATA_TOPIC,
+                 partition, sum(1 for offsets in replayed.offsets.values() if offsets), len(replayed.groups),
+                 len(typed_groups), len(replayed.transactions))
+
+    def _hand_over_typed(self, records: Iterable[TypedRecord]) -> list[str]:
+        """Give the coordinator the consumer and share group records, in log order, then the ids of their groups
+        (so that it starts their timers); returns those ids. A record its group cannot take is skipped with an
+        error in the log, as a record that does not decode is, rather than a partition that cannot load."""
+        group_ids: dict[str, None] = {}
+        for record in records:
+            group_ids[record.group_id] = None
+            try:
+                self._coordinator.replay_typed(record)
+            except Exception:  # noqa: BLE001 - one bad record must not keep the partition's other groups away
+                log.exception("group %s: skipping a record of type %d that cannot be replayed", record.group_id,
+                              record.record_type)
+        if group_ids:
+            self._coordinator.on_groups_loaded(list(group_ids))
+        return list(group_ids)
 
     def _unload_partition(self, partition: int) -> None:
         """Forget the groups of a partition this node no longer leads: their offsets, open transactions, writes
@@ -531,15 +556,26 @@ class OffsetStore:
         await self._visible_when_durable(self._append(group.group_id, records, self._broker.now_ms()),
                                          lambda: None)
 
+    async def store_records(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Write a consumer or share group's records (`group_records.typed_record`, tombstones included) as one
+        batch on the group's partition and return once it is durable (and replicated), like `commit`; the caller
+        applies what they say to memory only then. Raises OffsetWriteError when nothing can be stored."""
+        if not records:
+            return
+        written = self._append(group_id, records, self._broker.now_ms())
+        await self._visible_when_durable(written, lambda: None)
+
     async def delete_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
         """Tombstones for those of `partitions` that have an offset: committed, still on its way to visibility,
         or in an open transaction."""
         present = self._known_keys(group_id)
         await self._delete(group_id, [key for key in dict.fromkeys(partitions) if key in present], with_group=False)
 
-    async def delete_group(self, group_id: str) -> None:
-        """Tombstones for every offset of the group and for its metadata (DeleteGroups, or an emptied group)."""
-        await self._delete(group_id, sorted(self._known_keys(group_id)), with_group=True)
+    async def delete_group(self, group_id: str, group_records: list[tuple[bytes, None]] | None = None) -> None:
+        """Tombstones for every offset of the group and for its metadata (DeleteGroups, or an emptied group), in
+        one batch: the classic GroupMetadata tombstone, or `group_records` when given (a consumer or share group's
+        tombstones, `tombstones(group_id)` of its manager)."""
+        await self._delete(group_id, sorted(self._known_keys(group_id)), with_group=True, group_records=group_records)
 
     def _known_keys(self, group_id: str) -> set[tuple[str, int]]:
         in_flight = {key for key, count in self._in_flight.get(group_id, {}).items() if count > 0}
@@ -547,9 +583,12 @@ class OffsetStore:
                    for key in self._transactions[transaction][group_id]}
         return set(self._offsets.get(group_id, ())) | in_flight | pending
 
-    async def _delete(self, group_id: str, doomed: list[tuple[str, int]], *, with_group: bool) -> None:
+    async def _delete(self, group_id: str, doomed: list[tuple[str, int]], *, with_group: bool,
+                      group_records: list[tuple[bytes, None]] | None = None) -> None:
         records = [(offset_commit_key(group_id, topic, partition), None) for topic, partition in doomed]
-        if with_group:
+        if group_records is not None:
+            records.extend(group_records)
+        elif with_group:
             records.append((group_metadata_key(group_id), None))
         if not records:
             return
@@ -731,7 +770,12 @@ class OffsetStore:
 
 def _expiry_base(group) -> Callable[[CommittedOffset], int] | None:
     """From when an offset's retention runs in this group, or None when its offsets do not expire now (Kafka's
-    offset expiration condition for classic groups)."""
+    offset expiration condition of each group type)."""
+    group_type = getattr(group, "group_type", CLASSIC_GROUP_TYPE)
+    if group_type == CONSUMER_GROUP_TYPE:  # in any state, from each commit (topics a member subscribes to stay)
+        return lambda committed: committed.commit_timestamp_ms
+    if group_type != CLASSIC_GROUP_TYPE:  # a share group keeps no offsets here (Kafka has no condition for it)
+        return None
     if group is None or not group.protocol_type:  # a group that only holds offsets: from each commit
         return lambda committed: committed.commit_timestamp_ms
     if group.state == GroupState.EMPTY:

@@ -51,7 +51,10 @@ HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch
                    "describe_topic_partitions", "describe_quorum", "alter_replica_log_dirs",
                    "sasl_handshake", "sasl_authenticate",
                    "create_acls", "describe_acls", "delete_acls",
-                   "describe_user_scram_credentials", "alter_user_scram_credentials"]
+                   "describe_user_scram_credentials", "alter_user_scram_credentials",
+                   "consumer_group_heartbeat", "consumer_group_describe",
+                   "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
+                   "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets"]
 """Modules of this package that serve requests."""
 
 

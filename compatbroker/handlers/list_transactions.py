@@ -14,19 +14,17 @@ id and state, when it passes every filter given:
 While `__transaction_state` is loading (any partition this node leads) the answer is COORDINATOR_LOAD_IN_PROGRESS
 with nothing listed. Only the ids the principal may DESCRIBE are listed; the others are left out.
 
-The pattern is compiled with RE2 (`google-re2`), the engine Kafka uses through RE2/J: the same patterns compile
-(backreferences, lookaround, atomic groups and possessive quantifiers do not), and matching takes linear time, so
-no pattern a client sends can stall the broker.
+The pattern is compiled as Kafka's RE2/J compiles it (`compatbroker/re2j.py`, RE2: matching takes linear time, so
+no pattern a client sends can stall the broker).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import re2
-
 from ..coordinator.transactions import transactions_of
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import ListTransactionsResponse
+from ..re2j import PatternError, compile_pattern
 from ..security.acls.types import AclOperation, ResourceType
 
 if TYPE_CHECKING:
@@ -40,8 +38,6 @@ MAX_VERSION = 2
 STATE_NAMES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
                          "Dead", "PrepareEpochFence"})
 DEAD = "Dead"
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # a client's bad pattern is answered INVALID_REGULAR_EXPRESSION, not logged by RE2
 
 Listed = ListTransactionsResponse.TransactionState
 
@@ -78,6 +74,6 @@ def _pattern(text: str | None):
     if not text:
         return None
     try:
-        return re2.compile(text, options=_RE2_OPTIONS)
-    except re2.error as exc:
+        return compile_pattern(text)
+    except PatternError as exc:
         raise InvalidPattern(text) from exc

@@ -80,7 +80,7 @@ class StandInStore:
             raise self.fail_with
         self.stored.append(snapshot)
 
-    async def delete_group(self, group_id: str) -> None:
+    async def delete_group(self, group_id: str, group_records=None) -> None:
         if self.fail_with is not None:
             raise self.fail_with
         self.with_offsets.discard(group_id)

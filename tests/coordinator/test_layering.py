@@ -1,5 +1,6 @@
-"""The coordinators sit below the node: nothing under compatbroker/coordinator, nor producer_ids.py, imports the
-broker (the node) or the cluster, not even for type checking; they see the node through `coordinator/host.py`."""
+"""The coordinators sit below the node: nothing under compatbroker/coordinator, compatbroker/share (share-group
+delivery) or producer_ids.py imports the broker (the node) or the cluster, not even for type checking; they see the
+node through `coordinator/host.py`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,8 @@ import compatbroker
 from tests.server.test_layering import _imported_modules, _package_of
 
 PACKAGE = Path(compatbroker.__file__).parent
-BELOW_THE_NODE = [*sorted((PACKAGE / "coordinator").rglob("*.py")), PACKAGE / "producer_ids.py"]
+BELOW_THE_NODE = [*sorted((PACKAGE / "coordinator").rglob("*.py")), *sorted((PACKAGE / "share").rglob("*.py")),
+                  PACKAGE / "producer_ids.py"]
 ABOVE = ("compatbroker.broker", "compatbroker.cluster", "compatbroker.server", "compatbroker.handlers")
 
 

@@ -15,6 +15,8 @@ from kafka.protocol.old.types import (Array, Bytes, CompactString, Int16, Int32,
 
 from compatbroker.broker import Broker
 from compatbroker.config import BrokerConfig
+from compatbroker.coordinator import group_records as gr
+from compatbroker.coordinator.group_records import make_key, tombstone, typed_record, value_class
 from compatbroker.coordinator.loader import LOAD_BUFFER_BYTES
 from compatbroker.coordinator.offsets import (CommittedOffset, GroupRecord, OffsetRecord, OffsetsConfig, OffsetStore,
                                               OffsetWriteError, group_metadata_key, group_metadata_record_value,
@@ -61,8 +63,10 @@ class Member:
 class Group:
     """What the store reads from a coordinator group."""
 
-    def __init__(self, group_id, state="Empty", protocol_type="consumer", subscribed=None, since_ms=None):
+    def __init__(self, group_id, state="Empty", protocol_type="consumer", subscribed=None, since_ms=None,
+                 group_type="classic"):
         self.group_id = group_id
+        self.group_type = group_type
         self.state = state
         self.protocol_type = protocol_type
         self.protocol_name = "range"
@@ -84,6 +88,8 @@ class StandInCoordinator:
         self.groups = {}
         self.loaded_metadata = {}
         self.offsets_gone = []
+        self.replayed = []  # (record type, group id, key, value) of each typed record handed over, in order
+        self.groups_loaded = []  # the group ids of each on_groups_loaded call
         self.offsets = OffsetStore(broker, self, config)
 
     def group(self, group_id):
@@ -100,6 +106,12 @@ class StandInCoordinator:
 
     def on_offsets_deleted(self, group_id):
         self.offsets_gone.append(group_id)
+
+    def replay_typed(self, record):
+        self.replayed.append(record)
+
+    def on_groups_loaded(self, group_ids):
+        self.groups_loaded.append(list(group_ids))
 
 
 def new_broker(data_dir, **properties) -> Broker:
@@ -257,7 +269,7 @@ def test_parse_group_records_and_skips_other_record_types():
     value = GroupMetadataValue(protocol_type="", generation=0, protocol=None, leader=None, members=[])
     parsed = parse_record(group_metadata_key("g"), group_metadata_record_value(value))
     assert parsed.group_id == "g" and parsed.value.generation == 0
-    assert parse_record(Int16.encode(3) + String("utf-8").encode("g"), b"\x00\x00anything") is None
+    assert parse_record(Int16.encode(17) + String("utf-8").encode("g"), b"\x00\x00anything") is None
 
 
 # --- commit, fetch, delete ----------------------------------------------------------------------------------------
@@ -513,7 +525,8 @@ async def test_replay_applies_transactional_commits_at_their_marker(broker):
 @async_test
 async def test_replay_skips_unknown_and_malformed_records(broker):
     append_raw(broker, "g", raw_batch(
-        (Int16.encode(4) + String("utf-8").encode("g"), b"\x00\x00kip-848 record"),
+        (Int16.encode(17) + String("utf-8").encode("g"), b"\x00\x00streams group record"),
+        (Int16.encode(4) + String("utf-8").encode("g"), b"\x00\x00malformed kip-848 record"),
         (offset_commit_key("g", "t", 0), b"\x00\x04\x01"),  # truncated value
         (offset_commit_key("g", "t", 1), offset_commit_value(offset("t", 1, 8)))))
     store = (await started(broker)).offsets
@@ -653,6 +666,125 @@ async def test_the_retention_timer_runs_passes_until_stopped(broker):
     timer = store._expiry_task
     await store.stop()
     assert timer.cancelled()
+
+
+# --- consumer and share group records -----------------------------------------------------------------------------
+
+def consumer_metadata(group_id, epoch):
+    return typed_record(gr.CONSUMER_GROUP_METADATA, make_key(gr.CONSUMER_GROUP_METADATA, group_id),
+                        value_class(gr.CONSUMER_GROUP_METADATA)(epoch=epoch))
+
+
+def member_metadata(group_id, member_id, client_id="c"):
+    return typed_record(gr.CONSUMER_GROUP_MEMBER_METADATA,
+                        make_key(gr.CONSUMER_GROUP_MEMBER_METADATA, group_id, member_id=member_id),
+                        value_class(gr.CONSUMER_GROUP_MEMBER_METADATA)(client_id=client_id))
+
+
+@async_test
+async def test_store_records_appends_them_as_one_batch_in_order(broker):
+    store = (await started(broker)).offsets
+    records = [consumer_metadata("g", 1), member_metadata("g", "m1"),
+               tombstone(gr.CONSUMER_GROUP_MEMBER_METADATA, "g", member_id="m0")]
+    await store.store_records("g", records)
+    assert records_in(broker, "g") == records
+    log = broker.get_log(TOPIC, store.partition_for("g"))
+    assert len(list(iter_batches(log.read_bytes(0, 1 << 20)))) == 1
+    await store.store_records("g", [])  # nothing to write: no batch
+    assert log.log_end_offset == 3
+
+
+@async_test
+async def test_store_records_fails_as_a_commit_does(broker):
+    coordinator = StandInCoordinator(broker)
+    with pytest.raises(OffsetWriteError) as raised:
+        await coordinator.offsets.store_records("g", [consumer_metadata("g", 1)])
+    assert raised.value.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+@async_test
+async def test_delete_group_writes_the_given_group_tombstones_instead_of_the_classic_one(broker):
+    store = (await started(broker)).offsets
+    await store.commit("g", [offset("t", 0)])
+    doomed = [tombstone(gr.CONSUMER_GROUP_MEMBER_METADATA, "g", member_id="m1"),
+              tombstone(gr.CONSUMER_GROUP_METADATA, "g")]
+    await store.delete_group("g", group_records=doomed)
+    assert records_in(broker, "g")[1:] == [(offset_commit_key("g", "t", 0), None), *doomed]
+    assert store.groups_with_offsets() == set()
+
+
+@async_test
+async def test_restart_hands_over_typed_records_in_log_order_as_compaction_leaves_them(data_dir):
+    broker = new_broker(data_dir)
+    store = (await started(broker)).offsets
+    await store.store_records("g", [consumer_metadata("g", 1), member_metadata("g", "m1"),
+                                    member_metadata("g", "m2")])
+    await store.store_records("g", [consumer_metadata("g", 2)])
+    await store.store_records("g", [tombstone(gr.CONSUMER_GROUP_MEMBER_METADATA, "g", member_id="m2")])
+    await store.store_records("g", [member_metadata("g", "m1", client_id="c2")])
+    await store.commit("g", [offset("t", 0, 9)])
+    await store.store_records("gone", [consumer_metadata("gone", 1)])
+    await store.store_records("gone", [tombstone(gr.CONSUMER_GROUP_METADATA, "gone")])
+    await broker.shutdown()
+
+    reopened = new_broker(data_dir)
+    again = await started(reopened)
+    handed = [(r.record_type, r.group_id, getattr(r.key, "member_id", None), r.value) for r in again.replayed]
+    assert handed == [(gr.CONSUMER_GROUP_METADATA, "g", None, value_class(gr.CONSUMER_GROUP_METADATA)(epoch=2)),
+                      (gr.CONSUMER_GROUP_MEMBER_METADATA, "g", "m1",
+                       value_class(gr.CONSUMER_GROUP_MEMBER_METADATA)(client_id="c2"))]
+    assert again.groups_loaded == [["g"]]  # "gone" left only a tombstone
+    assert again.offsets.fetch("g")[("t", 0)].offset == 9
+    await again.offsets.stop()
+    await reopened.shutdown()
+
+
+@async_test
+async def test_a_typed_record_the_coordinator_cannot_replay_is_skipped(data_dir, caplog):
+    broker = new_broker(data_dir)
+    store = (await started(broker)).offsets
+    await store.store_records("g", [consumer_metadata("g", 1), member_metadata("g", "m1")])
+    await broker.shutdown()
+
+    reopened = new_broker(data_dir)
+    coordinator = StandInCoordinator(reopened)
+    taken = []
+
+    def replay_typed(record):
+        if record.record_type == gr.CONSUMER_GROUP_METADATA:
+            raise ValueError("cannot take it")
+        taken.append(record.record_type)
+
+    coordinator.replay_typed = replay_typed
+    await coordinator.offsets.load()
+    assert taken == [gr.CONSUMER_GROUP_MEMBER_METADATA] and coordinator.groups_loaded == [["g"]]
+    assert coordinator.offsets.error_for("g") is ErrorCode.NONE
+    assert "cannot be replayed" in caplog.text
+    await coordinator.offsets.stop()
+    reopened.logs.shutdown()
+
+
+@async_test
+async def test_consumer_group_offsets_expire_since_their_commit_unless_subscribed(broker):
+    coordinator = await started(broker, RETENTION)
+    await coordinator.offsets.commit("g", [offset("read", 0), offset("old", 0)])
+    # Kafka's ConsumerGroup: from each commit in every state, Empty included (not from the state change)
+    coordinator.groups["g"] = Group("g", state="Empty", subscribed={"read"}, since_ms=T0 + 50_000,
+                                    group_type="consumer")
+    broker.now_ms.now_ms = T0 + 59_999
+    assert await coordinator.offsets.expire_offsets() == 0
+    broker.now_ms.now_ms = T0 + 60_000
+    assert await coordinator.offsets.expire_offsets() == 1
+    assert set(coordinator.offsets.fetch("g")) == {("read", 0)}
+
+
+@async_test
+async def test_share_group_offsets_are_left_alone(broker):
+    coordinator = await started(broker, RETENTION)
+    await coordinator.offsets.commit("s", [offset()])
+    coordinator.groups["s"] = Group("s", state="Empty", protocol_type="share", group_type="share")
+    broker.now_ms.now_ms += 10 * 60_000
+    assert await coordinator.offsets.expire_offsets() == 0
 
 
 # --- configuration ------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""ApiVersions' feature flags: `transaction.version` supported and finalized as Kafka reports them, per request
-version, finalized level and emulated release."""
+"""ApiVersions' feature flags: `transaction.version`, `group.version` and `share.version` supported and finalized as
+a fresh Kafka 4.2 cluster reports them, per request version, finalized level and emulated release."""
 from __future__ import annotations
 
 import pytest
@@ -25,17 +25,20 @@ async def ask(broker, version: int):
     return (await call(broker, version, request)).decoded
 
 
-async def test_v4_reports_transaction_version_supported_and_finalized(broker):
+GROUP_FEATURES = [("group.version", 1, 1), ("share.version", 1, 1)]
+
+
+async def test_v4_reports_the_features_supported_and_finalized(broker):
     answer = await ask(broker, 4)
-    assert supported(answer) == [("transaction.version", 0, 2)]
-    assert finalized(answer) == [("transaction.version", 2, 2)]
+    assert supported(answer) == [("group.version", 0, 1), ("share.version", 0, 1), ("transaction.version", 0, 2)]
+    assert finalized(answer) == [*GROUP_FEATURES, ("transaction.version", 2, 2)]
     assert answer.finalized_features_epoch == api_versions.FINALIZED_FEATURES_EPOCH >= 0
 
 
 async def test_v3_leaves_out_a_supported_range_starting_at_level_0(broker):
     """KAFKA-17492: clients of ApiVersions v3 cannot parse a supported minimum of 0; the finalized level stays."""
     answer = await ask(broker, 3)
-    assert (supported(answer), finalized(answer)) == ([], [("transaction.version", 2, 2)])
+    assert (supported(answer), finalized(answer)) == ([], [*GROUP_FEATURES, ("transaction.version", 2, 2)])
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
@@ -44,11 +47,20 @@ async def test_versions_before_3_carry_no_features(broker, version):
     assert answer.error_code == 0 and answer.api_keys
 
 
-async def test_a_finalized_level_0_is_not_listed_and_the_epoch_is_unknown(broker):
+async def test_a_finalized_level_0_is_not_listed(broker):
     broker.finalized_transaction_version = 0
     answer = await ask(broker, 4)
+    assert (finalized(answer), answer.finalized_features_epoch) == (GROUP_FEATURES, 1)
+    assert ("transaction.version", 0, 2) in supported(answer)
+
+
+async def test_an_emulated_release_without_features_has_no_finalized_epoch(broker):
+    registry = emulated_registry(default_registry(), "3.9")
+    header = RequestHeader(request_api_key=18, request_api_version=4, correlation_id=1, client_id="c")
+    ctx = RequestContext(broker, header, handlers=registry)
+    broker.finalized_transaction_version = 0
+    answer = await registry[18].handle(ctx, ApiVersionsRequest(client_software_name="a", client_software_version="1"))
     assert (finalized(answer), answer.finalized_features_epoch) == ([], -1)
-    assert supported(answer) == [("transaction.version", 0, 2)]
 
 
 @pytest.mark.parametrize("release, expected", [("2.8", []), ("3.9", []), ("4.0", [("transaction.version", 0, 2)]),
