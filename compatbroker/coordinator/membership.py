@@ -236,6 +236,14 @@ class Membership:
         if len(group.members) > self.settings.max_size:
             self._prepare_rebalance(group, f"loaded with {len(group.members)} members, over group.max.size")
 
+    def adopt(self, group: Group, rebalance_reason: str | None = None) -> None:
+        """Take a Stable group converted from a consumer group (KIP-848's online downgrade,
+        `consumer_group/migration.py`): like a loaded group, and rebalancing at once when `rebalance_reason` says
+        why (a member left)."""
+        self.load(group)
+        if rebalance_reason is not None and group.can_rebalance():
+            self._prepare_rebalance(group, rebalance_reason)
+
     # --- JoinGroup ------------------------------------------------------------------------------------------------
 
     def join(self, args: JoinArgs) -> asyncio.Future:

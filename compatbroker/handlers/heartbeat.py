@@ -8,12 +8,17 @@ member or group the coordinator does not know, FENCED_INSTANCE_ID for a replaced
 the coordinator is loading the answer is NONE, as Kafka's, so that members do not drop out of their group; for a
 group another node coordinates NOT_COORDINATOR.
 v4 is the first flexible version.
+A classic-protocol member of a KIP-848 consumer group is answered by that group
+(`coordinator/consumer_group/classic_members.py`): REBALANCE_IN_PROGRESS when it must rejoin to reconcile, and
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID (also for a consumer-protocol member), FENCED_INSTANCE_ID as above; a share
+group answers UNKNOWN_MEMBER_ID.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ..coordinator import coordinator_of
+from ..coordinator.consumer_group import classic_members
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import HeartbeatResponse
 from ..security.acls.types import AclOperation, ResourceType
@@ -37,6 +42,6 @@ async def handle(ctx: RequestContext, request) -> HeartbeatResponse:
         return HeartbeatResponse(error_code=ErrorCode.NONE)
     if error is not ErrorCode.NONE:
         return HeartbeatResponse(error_code=error)
-    error = coordinator.membership.heartbeat(request.group_id, request.member_id, request.group_instance_id,
-                                             request.generation_id)
+    error = classic_members.heartbeat(coordinator, request.group_id, request.member_id, request.group_instance_id,
+                                      request.generation_id)
     return HeartbeatResponse(error_code=error)

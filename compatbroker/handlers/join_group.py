@@ -2,6 +2,10 @@
 
 The request stays parked until the join phase ends (see `coordinator/membership.py`); the leader's answer lists
 every member with its metadata for the chosen protocol, the others' an empty list.
+A JoinGroup for a KIP-848 consumer group with members is served by that group at once: the member becomes (or
+stays) a classic-protocol member of it, with its assignment computed by the server
+(`coordinator/consumer_group/classic_members.py`); an empty consumer group gives way to a classic group; a share
+group answers INCONSISTENT_GROUP_PROTOCOL.
 
 Version differences, as Kafka's:
 - v0 has no rebalance timeout: the session timeout stands in for it.
@@ -27,6 +31,7 @@ import ipaddress
 from typing import TYPE_CHECKING
 
 from ..coordinator import coordinator_of
+from ..coordinator.consumer_group import classic_members
 from ..coordinator.group import JoinResult
 from ..coordinator.membership import JoinArgs
 from ..protocol.error_codes import ErrorCode
@@ -65,7 +70,7 @@ async def handle(ctx: RequestContext, request) -> JoinGroupResponse:
         client_host=client_host(ctx.peer), requires_known_member_id=version >= 4,
         supports_skip_assignment=version >= 9, reason=request.reason)
     # Shielded: if the client goes away, its parked join stays answerable (Kafka cannot see disconnects either).
-    result = await asyncio.shield(coordinator.membership.join(args))
+    result = await asyncio.shield(asyncio.ensure_future(classic_members.join_group(coordinator, args)))
     return response(version, result)
 
 

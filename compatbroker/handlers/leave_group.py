@@ -1,5 +1,9 @@
 """LeaveGroup (API key 13), versions 0-5: members leave a classic group, which starts a rebalance for the rest.
 
+Members of a KIP-848 consumer group leave it here too, whichever protocol they speak (an admin tool removing
+members); when only classic-protocol members remain the group goes back to the classic protocol
+(`coordinator/consumer_group/classic_members.py`). For a share group every member is answered UNKNOWN_MEMBER_ID.
+
 v0-2 name one member (`member_id`) and answer one error code. From v3 a batch of members, each by member id and
 `group_instance_id` (KIP-345), with an answer per member; an admin tool may name a static member by its instance
 id alone (empty member id). v4 is the first flexible version; v5 adds a reason per member (logged).
@@ -16,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..coordinator import coordinator_of
+from ..coordinator.consumer_group import classic_members
 from ..coordinator.membership import LeavingMember
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import LeaveGroupResponse
@@ -45,7 +50,7 @@ async def handle(ctx: RequestContext, request) -> LeaveGroupResponse:
     error = coordinator.error_for(request.group_id)
     if error is not ErrorCode.NONE:
         return LeaveGroupResponse(error_code=error)
-    error, results = coordinator.membership.leave(request.group_id, leaving)
+    error, results = await classic_members.leave_group(coordinator, request.group_id, leaving)
     if version < 3:
         first_failure = next((r.error for r in results if r.error is not ErrorCode.NONE), ErrorCode.NONE)
         return LeaveGroupResponse(error_code=error if error is not ErrorCode.NONE else first_failure)

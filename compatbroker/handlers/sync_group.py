@@ -3,6 +3,9 @@ leader's request carries the assignment of every member.
 
 A follower's request stays parked until the leader's assignment is stored; in a Stable group (the leader synced
 first) it is answered at once with the member's assignment. See `coordinator/membership.py`.
+A classic-protocol member of a KIP-848 consumer group gets its current assignment from the server at once
+(`coordinator/consumer_group/classic_members.py`; REBALANCE_IN_PROGRESS when the group epoch moved past its
+generation); an empty consumer group or a share group answers UNKNOWN_MEMBER_ID.
 
 Version differences: v3 adds `group_instance_id`; v4 is the first flexible version; v5 adds the protocol type and
 name to both request and response (KIP-559): both must be present in a v5 request (else
@@ -19,6 +22,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..coordinator import coordinator_of
+from ..coordinator.consumer_group import classic_members
 from ..coordinator.group import SyncResult
 from ..coordinator.membership import SyncArgs
 from ..protocol.error_codes import ErrorCode
@@ -49,7 +53,7 @@ async def handle(ctx: RequestContext, request) -> SyncGroupResponse:
                     group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
                     protocol_name=request.protocol_name,
                     assignments={a.member_id: bytes(a.assignment) for a in request.assignments})
-    result = await asyncio.shield(coordinator.membership.sync(args))
+    result = await asyncio.shield(asyncio.ensure_future(classic_members.sync_group(coordinator, args)))
     return response(version, result)
 
 
