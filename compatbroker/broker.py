@@ -13,7 +13,9 @@ It owns
   writes (periodic, or after a topic deletion) run one at a time, those asked for meanwhile coalesced into one;
 - the fetch session cache (KIP-227);
 - the coordinators' periodic work: transactional id expiration and the abort of timed-out transactions, and the
-  `transaction.version` feature level finalized (`finalized_transaction_version`).
+  `transaction.version` feature level finalized (`finalized_transaction_version`);
+- share groups' data path (`compatbroker.share`: share-partitions, share sessions, `__share_group_state`), made on
+  first use and stopped at shutdown.
 
 Everything here runs on the event loop thread except the executor jobs, which only fsync or read sealed segments.
 """
@@ -61,6 +63,8 @@ class Broker:
         self.coordinator = None  # the group coordinator (compatbroker.coordinator), made when serving starts
         self.producer_ids = None  # producer id allocation (compatbroker.producer_ids), made on first InitProducerId
         self.transactions = None  # the transaction coordinator (compatbroker.coordinator.transactions)
+        self.share_partitions = None  # share groups' data path (compatbroker.share), made on first use
+        self.share_state_store = None  # this node's part of __share_group_state (compatbroker.share.state_store)
         # The finalized level of the `transaction.version` feature (2: KIP-890 transactions v2); `--emulate` of a
         # release that does not finalize it sets it lower.
         self.finalized_transaction_version: int = 2
@@ -144,6 +148,8 @@ class Broker:
             await self.transactions.stop()
         if self.coordinator is not None:
             await self.coordinator.stop()
+        if self.share_partitions is not None:  # its lock timers and long polls; its state is durable already
+            await self.share_partitions.stop()
         if self._checkpoint_writer is not None:  # its write must not overlap the final one of logs.shutdown
             await asyncio.gather(self._checkpoint_writer, return_exceptions=True)
         await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
