@@ -15,6 +15,14 @@ Behaviour, as Kafka's (a broker that forwards to its controller, whose checks co
   broker config Kafka cannot change at run time answers INVALID_REQUEST ("Cannot update these configs
   dynamically"), as do a listener or security config set cluster-wide or without a listener prefix, and a value
   of the wrong type (Kafka reports broker-side validation failures as INVALID_REQUEST).
+- GROUP (32): the given keys become the group's whole set of group configs (Kafka 4.2's names,
+  `compatbroker.coordinator.group_config`), whether or not the group exists. An empty name answers
+  INVALID_REQUEST ("Default group resources are not allowed."); an unknown name, a value of the wrong type or
+  out of range, a value outside the broker's bounds (e.g. `consumer.session.timeout.ms` within
+  `group.consumer.min/max.session.timeout.ms`, `share.record.lock.duration.ms` within
+  `group.share.min/max.record.lock.duration.ms`) or a session timeout not above the heartbeat interval answers
+  INVALID_CONFIG with Kafka's message. The change is kept cluster-wide (`group-configs.json` beside the cluster
+  metadata, read at start) and read by the coordinators from their next decision on.
 - BROKER_LOGGER (8) and any other type: INVALID_REQUEST (loggers only change through IncrementalAlterConfigs).
 - Authorization, where Kafka's controller checks it (after the checks above that a Kafka broker makes before
   forwarding: duplicates, null values, a BROKER resource's name and keys): ALTER_CONFIGS on the topic for TOPIC
@@ -25,7 +33,7 @@ Behaviour, as Kafka's (a broker that forwards to its controller, whose checks co
 
 Deviations: a broker config change that Kafka would accept is refused with POLICY_VIOLATION (unless
 `validate_only`): compatbroker reads its broker configs at start-up only (server.properties, `--set`). The
-CLIENT_METRICS and GROUP resources of Kafka 4 answer INVALID_REQUEST.
+CLIENT_METRICS resource of Kafka 4 answers INVALID_REQUEST.
 """
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from .. import topic_names
 from ..config_catalog import BROKER_CONFIGS, parse_value
+from ..coordinator import group_config
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AlterConfigsResponse
 from ..security.acls.types import AclOperation
@@ -75,6 +84,8 @@ def _alter(ctx: RequestContext, resource, validate_only: bool) -> None:
         change_topic(broker, resource.resource_name, overrides, validate_only)
     elif resource.resource_type == BROKER:
         change_broker(broker, resource.resource_name, overrides, validate_only, authorize=authorize)
+    elif resource.resource_type == GROUP:
+        change_group(broker, resource.resource_name, overrides, validate_only)
     else:
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered here")
 
@@ -135,6 +146,25 @@ def change_topic(broker, topic: str, overrides: Mapping[str, str], validate_only
         except OSError as exc:  # the disk refused the config file: this resource's answer, as Kafka's ApiError
             log.warning("could not store the configs of topic %s: %s", topic, exc)
             raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from exc
+
+
+def change_group(broker, group_id: str, overrides: Mapping[str, str], validate_only: bool) -> None:
+    """Make `overrides` the whole set of group configs of `group_id`, after Kafka's checks (the controller's
+    ControllerConfigurationValidator and GroupConfig.validate); kept cluster-wide."""
+    if not group_id:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    try:
+        group_config.validate(overrides, *group_config.settings_of(broker))
+    except group_config.GroupConfigError as exc:
+        raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if validate_only:
+        return
+    try:
+        broker.cluster.metadata.group_configs.set(group_id, group_config.normalized(overrides))
+    except OSError as exc:  # the disk refused the file: this resource's answer, as Kafka's ApiError
+        log.warning("could not store the configs of group %s: %s", group_id, exc)
+        raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from exc
+    log.info("group %s: group configs are now %s", group_id, dict(overrides) or "the broker's")
 
 
 def change_broker(broker, name: str, properties: Mapping[str, str], validate_only: bool, *,

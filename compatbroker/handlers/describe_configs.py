@@ -19,16 +19,24 @@ Behaviour, as Kafka's:
   name is simply left out). v0 answers `is_default` (true when the source is the default) instead of the source.
 - A resource type Kafka does not know fails the whole request: every resource answers INVALID_REQUEST.
 
-Deviations: Kafka lists entries in hash order, we sort them by name. The CLIENT_METRICS (16) and GROUP (32)
-resources of Kafka 4 are not kept here and answer INVALID_REQUEST (once authorized). Denied resources keep their
-place in the request's order (Kafka answers them last).
+- GROUP (32): the group configs of Kafka 4.2 (KIP-848, KIP-932; `compatbroker.coordinator.group_config`) for
+  any group name, existing or not: the group's own value (source 8, GROUP_CONFIG) or the broker's (source 5,
+  DEFAULT_CONFIG, the broker setting's value, e.g. `group.consumer.session.timeout.ms`), read_only false, and as
+  its one synonym the same name, value and source. An empty name answers INVALID_REQUEST ("Group name must not
+  be empty").
+
+Deviations: Kafka lists entries in hash order, we sort them by name. The CLIENT_METRICS (16) resource of Kafka 4
+is not kept here and answers INVALID_REQUEST (once authorized); Kafka 4.2's `streams.*` group configs are not
+listed (no streams groups here). Denied resources keep their place in the request's order (Kafka answers them
+last).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from .. import config_catalog, topic_names
-from ..config_catalog import DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, UNKNOWN_TYPE, ConfigEntry
+from ..config_catalog import DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, INT, STRING, UNKNOWN_TYPE, ConfigEntry
+from ..coordinator import group_config
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeConfigsResponse
 from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
@@ -45,6 +53,7 @@ BROKER = 4
 BROKER_LOGGER = 8
 CLIENT_METRICS = 16
 GROUP = 32
+GROUP_CONFIG_SOURCE = 8  # ConfigSource.GROUP_CONFIG
 KNOWN_RESOURCE_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP})
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -117,8 +126,24 @@ def _entries(broker, resource) -> list[ConfigEntry]:
                                                            f"received {resource.resource_name}")
         return [ConfigEntry(name, level, False, DYNAMIC_BROKER_LOGGER_CONFIG, False, UNKNOWN_TYPE, None)
                 for name, level in config_catalog.broker_loggers().items()]
+    if resource.resource_type == GROUP:
+        return _group_entries(broker, resource.resource_name)
     raise ResourceError(ErrorCode.INVALID_REQUEST,
                         f"resource type {resource.resource_type} is not kept by this broker")
+
+
+def _group_entries(broker, name: str) -> list[ConfigEntry]:
+    if not name:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    defaults = group_config.broker_defaults(*group_config.settings_of(broker))
+    overrides = group_config.overrides_of(broker, name)
+    entries = []
+    for key in sorted(group_config.GROUP_CONFIG_KEYS.values()):
+        source = GROUP_CONFIG_SOURCE if key.name in overrides else DEFAULT_CONFIG
+        value = overrides.get(key.name, defaults[key.name])
+        entries.append(ConfigEntry(key.name, value, False, source, False, INT if key.is_int else STRING, key.doc,
+                                   [(key.name, value, source)]))
+    return entries
 
 
 def _topic_entries(broker, name: str) -> list[ConfigEntry]:

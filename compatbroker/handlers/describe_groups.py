@@ -1,5 +1,9 @@
 """DescribeGroups (API key 15), versions 0-6: state, protocol and members of classic groups.
 
+A KIP-848 consumer group or a share group is not described here, as in Kafka 4.2 (admin clients use
+ConsumerGroupDescribe / ShareGroupDescribe): it is answered like an unknown group, Dead, and from v6 with
+GROUP_ID_NOT_FOUND and "Group X is not a classic group.".
+
 Per group, as Kafka's: the state's name; the protocol type ("" for a group that only has offsets); in a Stable
 group the chosen protocol and each member's metadata for it, in other states neither; each member's id, client
 id, client host ("/address") and current assignment, and from v4 its `group_instance_id`.
@@ -19,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..coordinator import coordinator_of
-from ..coordinator.group import Group, GroupState
+from ..coordinator.group import GROUP_TYPE, GroupState
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeGroupsResponse
 from ..security.acls.types import AclOperation, ResourceType
@@ -56,12 +60,11 @@ async def handle(ctx: RequestContext, request) -> DescribeGroupsResponse:
     return DescribeGroupsResponse(groups=described)
 
 
-def _describe(group_id: str, group: Group | None, version: int):
-    if group is None or group.state is GroupState.DEAD:
-        if version >= 6:
-            return Described(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
-                             group_id=group_id, group_state=GroupState.DEAD.value)
-        return Described(group_id=group_id, group_state=GroupState.DEAD.value)
+def _describe(group_id: str, group, version: int):
+    if group is None or str(group.state) == GroupState.DEAD:
+        return _dead(group_id, version, f"Group {group_id} not found.")
+    if group.group_type != GROUP_TYPE:
+        return _dead(group_id, version, f"Group {group_id} is not a classic group.")
     stable = group.state is GroupState.STABLE
     members = [DescribedMember(member_id=member.member_id,
                                group_instance_id=member.group_instance_id if version >= 4 else None,
@@ -71,3 +74,11 @@ def _describe(group_id: str, group: Group | None, version: int):
                for member in group.members.values()]
     return Described(group_id=group_id, group_state=group.state.value, protocol_type=group.protocol_type or "",
                      protocol_data=group.protocol_name if stable else "", members=members)
+
+
+def _dead(group_id: str, version: int, message: str):
+    """Kafka's answer for a group it cannot describe: Dead, from v6 with GROUP_ID_NOT_FOUND and why."""
+    if version >= 6:
+        return Described(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message, group_id=group_id,
+                         group_state=GroupState.DEAD.value)
+    return Described(group_id=group_id, group_state=GroupState.DEAD.value)

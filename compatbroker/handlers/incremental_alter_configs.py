@@ -13,6 +13,9 @@ Behaviour, as Kafka's:
   are persisted and applied live. DELETE of a key that has no override changes nothing.
 - BROKER (4): the checks of AlterConfigs on the keys the operations set (DELETE removes a key from the change);
   APPEND or SUBTRACT on a key that is not a LIST answers INVALID_CONFIG.
+- GROUP (32): the checks and the storage of AlterConfigs on the group's resulting set of group configs (DELETE
+  of a key the group does not set changes nothing); APPEND and SUBTRACT answer INVALID_CONFIG (no group config
+  is a LIST).
 - BROKER_LOGGER (8): the name must be this node's id (INVALID_REQUEST otherwise). SET needs an existing logger
   (INVALID_CONFIG) and one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL (INVALID_CONFIG); DELETE resets a logger to
   its parent's level, except the root logger (INVALID_REQUEST); APPEND and SUBTRACT answer INVALID_REQUEST. The
@@ -25,7 +28,7 @@ Behaviour, as Kafka's:
 
 Deviations: an operation code other than 0-3 answers INVALID_REQUEST (Kafka fails it on the controller with an
 unexpected error). A broker config change Kafka would accept is refused with POLICY_VIOLATION, as in AlterConfigs.
-The CLIENT_METRICS and GROUP resources of Kafka 4 answer INVALID_REQUEST.
+The CLIENT_METRICS resource of Kafka 4 answers INVALID_REQUEST.
 """
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ from ..config_catalog import BROKER_CONFIGS, LIST, LOG_LEVELS, ROOT_LOGGER, TOPI
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import IncrementalAlterConfigsResponse
 from ..security.acls.types import AclOperation
-from .alter_configs import alter_each, change_broker, change_topic, check_keys
+from ..coordinator import group_config
+from .alter_configs import alter_each, change_broker, change_group, change_topic, check_keys
 from .describe_configs import (BROKER, BROKER_LOGGER, GROUP, TOPIC, ResourceError, authorize_config_resource,
                                check_node_id)
 
@@ -76,6 +80,9 @@ def _alter(ctx: RequestContext, resource, validate_only: bool) -> None:
                       authorize=authorize)
     elif resource.resource_type == BROKER_LOGGER:
         _alter_loggers(broker, resource, validate_only)
+    elif resource.resource_type == GROUP:
+        current = group_config.overrides_of(broker, resource.resource_name)
+        change_group(broker, resource.resource_name, _apply(resource.configs, current, {}), validate_only)
     else:
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered here")
 

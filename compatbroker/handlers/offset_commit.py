@@ -15,6 +15,11 @@ Behaviour, as Kafka 4.3's:
   assignment). A generation >= 0 for a group that does not exist answers GROUP_ID_NOT_FOUND from v9 and
   ILLEGAL_GENERATION before. While `__consumer_offsets` loads: COORDINATOR_LOAD_IN_PROGRESS. A group error is
   answered for every partition that passed the topic checks.
+- A KIP-848 consumer group checks the member id and member epoch instead (Kafka 4.2's
+  ConsumerGroup.validateOffsetCommit, in its manager): epoch -1 is accepted while the group has no members; an
+  unknown member answers UNKNOWN_MEMBER_ID; a member of the consumer protocol must commit with v9+
+  (UNSUPPORTED_VERSION before); an epoch other than the member's answers STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for
+  a member speaking the classic protocol). A share group answers GROUP_ID_NOT_FOUND (it is not a consumer group).
 - A metadata string longer than `offset.metadata.max.bytes` (4096, counted in UTF-16 units as Java does) answers
   OFFSET_METADATA_TOO_LARGE for its partition; the others are stored. A null metadata is stored as "".
 - Stored per partition: the offset, the leader epoch (v6+, else -1), the metadata, the commit time (v1: the

@@ -8,8 +8,9 @@ Behaviour, as Kafka 4.3's:
 - Group-level errors answer the error alone, without topics: INVALID_GROUP_ID for an empty group id,
   COORDINATOR_LOAD_IN_PROGRESS while `__consumer_offsets` loads, NOT_COORDINATOR for a group
   another node coordinates, GROUP_ID_NOT_FOUND for a group that neither
-  exists nor has offsets, NON_EMPTY_GROUP for a group with members whose protocol type is not `consumer` (Kafka
-  cannot tell what such a group reads), and the coordinator's error when the tombstones cannot be written.
+  exists nor has offsets or is a share group (which has no committed offsets), NON_EMPTY_GROUP for a classic group
+  with members whose protocol type is not `consumer` (Kafka cannot tell what such a group reads), and the
+  coordinator's error when the tombstones cannot be written. A KIP-848 consumer group in any state is accepted.
 - Otherwise every requested partition is answered: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition the broker
   does not have, GROUP_SUBSCRIBED_TO_TOPIC for a topic that a member of the group subscribes to (its offsets are
   in use), and no error for the rest, whose offsets get tombstones (a partition without an offset needs none).
@@ -21,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..coordinator import GroupState, coordinator_of
-from ..coordinator.group import CONSUMER_PROTOCOL_TYPE
+from ..coordinator.group import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE
 from ..coordinator.offsets import OffsetWriteError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetDeleteResponse
@@ -36,6 +37,8 @@ MAX_VERSION = 0
 
 TopicResponse = OffsetDeleteResponse.OffsetDeleteResponseTopic
 PartitionResponse = OffsetDeleteResponse.OffsetDeleteResponsePartition
+
+SHARE_GROUP_TYPE = "share"
 
 
 async def handle(ctx: RequestContext, request) -> OffsetDeleteResponse:
@@ -75,10 +78,10 @@ def _group_error(coordinator, store, group_id: str) -> ErrorCode:
     if error is not ErrorCode.NONE:
         return error
     group = coordinator.group(group_id)  # a group with offsets only exists too (as a simple group)
-    if group is None:
-        return ErrorCode.GROUP_ID_NOT_FOUND
-    if group.state is GroupState.DEAD:
-        return ErrorCode.GROUP_ID_NOT_FOUND
+    if group is None or str(group.state) == GroupState.DEAD or group.group_type == SHARE_GROUP_TYPE:
+        return ErrorCode.GROUP_ID_NOT_FOUND  # Kafka: "Group X is not a consumer group." for a share group
+    if group.group_type != GROUP_TYPE:  # a consumer group: any state, its subscribed topics are refused below
+        return ErrorCode.NONE
     if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
         return ErrorCode.NON_EMPTY_GROUP
     return ErrorCode.NONE

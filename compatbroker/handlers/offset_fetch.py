@@ -20,7 +20,12 @@ Behaviour, as Kafka 4.3's:
   may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED (offset -1) on its partitions, its offsets not read; "all
   partitions" leaves such topics out. A v10 topic id that names no topic answers UNKNOWN_TOPIC_ID (nothing to
   authorize).
-- `member_id` and `member_epoch` (v9+) only matter for KIP-848 consumer groups, which this broker does not run.
+- `member_id` and `member_epoch` (v9+) are checked against a KIP-848 consumer group, as Kafka's
+  ConsumerGroup.validateOffsetFetch: a null member id with epoch -1 (admin clients, older versions) is accepted;
+  otherwise an unknown member answers UNKNOWN_MEMBER_ID and another epoch STALE_MEMBER_EPOCH (ILLEGAL_GENERATION
+  for a member speaking the classic protocol), as the group's error. They are ignored for classic groups.
+- A share group has no committed offsets: it is answered as a group without offsets (offset -1 on each partition
+  asked for, no topics for "all partitions"), as Kafka answers the "not a consumer group" it finds.
 
 Deviations: v0 answers UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not have, as Kafka did when v0
 read ZooKeeper (Kafka 4 no longer serves v0); offsets come from `__consumer_offsets` for every version. Topics
@@ -49,6 +54,7 @@ MIN_VERSION = 0
 MAX_VERSION = 10
 
 NO_METADATA = ""
+CONSUMER_GROUP_TYPE, SHARE_GROUP_TYPE = "consumer", "share"
 
 
 class _Partition(NamedTuple):
@@ -79,13 +85,14 @@ async def handle(ctx: RequestContext, request) -> OffsetFetchResponse:
     require_stable = request.require_stable if version >= 7 else False
     if version >= 8:
         groups = [_fetch_group(ctx, store, group.group_id, _wanted(ctx.broker, group.topics, version),
-                               require_stable) for group in request.groups]
+                               require_stable, _Requester(group.member_id, group.member_epoch))
+                  for group in request.groups]
         return OffsetFetchResponse(throttle_time_ms=0, groups=[
             OffsetFetchResponse.OffsetFetchResponseGroup(group_id=group.group_id, error_code=error,
                                                          topics=[_topic_v8(topic) for topic in topics])
             for group, (error, topics) in zip(request.groups, groups, strict=True)])
     wanted = _wanted(ctx.broker, request.topics, version)
-    error, topics = _fetch_group(ctx, store, request.group_id, wanted, require_stable)
+    error, topics = _fetch_group(ctx, store, request.group_id, wanted, require_stable, _ADMIN)
     if version < 2 and error != ErrorCode.NONE:  # no top-level error field: every partition carries it
         topics = [_Topic(topic.name, topic.topic_id, [_Partition(index, error=error) for index in topic.partitions])
                   for topic in wanted]
@@ -104,15 +111,33 @@ def _wanted(broker, topics, version: int) -> list[_Wanted] | None:
     return wanted
 
 
+class _Requester(NamedTuple):
+    """Who asks (v9+): a consumer group's member, or nobody in particular (null id, epoch -1)."""
+
+    member_id: str | None
+    member_epoch: int
+
+
+_ADMIN = _Requester(None, -1)
+
+
 def _fetch_group(ctx: RequestContext, store, group_id: str, wanted: list[_Wanted] | None,
-                 require_stable: bool) -> tuple[ErrorCode, list[_Topic]]:
+                 require_stable: bool, requester: _Requester) -> tuple[ErrorCode, list[_Topic]]:
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     error = store.error_for(group_id)
     if error is not ErrorCode.NONE:
         return error, []
+    coordinator = coordinator_of(ctx.broker)
+    group_type = coordinator.group_type(group_id)
+    if group_type == CONSUMER_GROUP_TYPE:
+        error = ErrorCode(coordinator.consumer_groups.validate_offset_fetch(
+            coordinator.group(group_id), requester.member_id, requester.member_epoch))
+        if error is not ErrorCode.NONE:
+            return error, []
+    no_offsets = group_type == SHARE_GROUP_TYPE  # Kafka: "not a consumer group", every offset unknown
     if wanted is None:
-        return ErrorCode.NONE, _all_partitions(ctx, store, group_id, require_stable)
+        return ErrorCode.NONE, [] if no_offsets else _all_partitions(ctx, store, group_id, require_stable)
     describable = ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC,
                                         [topic.name for topic in wanted if topic.name is not None])
     topics = []
@@ -121,6 +146,8 @@ def _fetch_group(ctx: RequestContext, store, group_id: str, wanted: list[_Wanted
             partitions = [_Partition(index, error=ErrorCode.UNKNOWN_TOPIC_ID) for index in topic.partitions]
         elif topic.name not in describable:
             partitions = [_Partition(index, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for index in topic.partitions]
+        elif no_offsets:
+            partitions = [_Partition(index) for index in topic.partitions]
         else:
             partitions = [_partition(ctx, store, group_id, topic.name, index, require_stable)
                           for index in topic.partitions]

@@ -21,7 +21,10 @@ commitTransactionalOffsets):
   COORDINATOR_LOAD_IN_PROGRESS; from v3 (KIP-447) the member id, group instance id and generation are checked when
   given (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION; a generation >= 0 for an unknown group is
   ILLEGAL_GENERATION); without them (v0-2 always) any group state is accepted, and a rebalance in progress is no
-  error. A group error is answered for every partition that passed the topic checks.
+  error. A group error is answered for every partition that passed the topic checks. For a KIP-848 consumer group
+  the generation is the member epoch: an unknown member answers UNKNOWN_MEMBER_ID and another epoch
+  ILLEGAL_GENERATION (Kafka turns STALE_MEMBER_EPOCH into it for transactional commits); a share group answers
+  GROUP_ID_NOT_FOUND.
 - A metadata string longer than `offset.metadata.max.bytes` answers OFFSET_METADATA_TOO_LARGE for its partition.
   Stored per partition: the offset, the leader epoch (v2+, else -1), the metadata (null as ""), the broker's clock
   as commit time, the topic id.
@@ -116,6 +119,8 @@ async def _commit(ctx: RequestContext, request, wanted: list[Wanted]) -> list[Er
         error = ErrorCode(coordinator.validate_offset_commit(
             request.group_id, request.generation_id, request.member_id, request.group_instance_id,
             api_version=ctx.api_version, transactional=True))
+        if error == ErrorCode.STALE_MEMBER_EPOCH:  # a consumer group's answer, as Kafka's offset manager maps it
+            error = ErrorCode.ILLEGAL_GENERATION
     if error != ErrorCode.NONE:
         return [error] * len(wanted)
 

@@ -168,7 +168,8 @@ async def test_an_unknown_resource_type_fails_every_resource(broker):
     assert [r.error_code for r in results] == [ErrorCode.INVALID_REQUEST] * 2
 
 
-async def test_group_configs_are_not_kept_here(broker):
+async def test_group_configs_are_described_beside_topics(broker):
     broker.create_topic("t", 1)
     results = await describe(broker, Resource(resource_type=GROUP, resource_name="g"), topic("t"))
-    assert [r.error_code for r in results] == [ErrorCode.INVALID_REQUEST, 0]
+    assert [r.error_code for r in results] == [0, 0]
+    assert "consumer.session.timeout.ms" in {entry.name for entry in results[0].configs}  # tests: test_group_configs

@@ -225,6 +225,26 @@ async def test_kip_447_member_checks_from_v3(broker, transactions, options, answ
     assert await txn_commit(broker, 5, (0, 1), **options) == [answer]
 
 
+async def test_a_consumer_groups_member_epoch_is_the_generation(broker, transactions):
+    """KIP-848: the generation is the member epoch; a stale one is ILLEGAL_GENERATION (Kafka maps
+    STALE_MEMBER_EPOCH for transactional commits), an unknown member UNKNOWN_MEMBER_ID."""
+    from compatbroker.protocol.messages import ConsumerGroupHeartbeatRequest
+    from tests.handlers.helpers import call
+
+    await coordinated(broker)
+    joined = (await call(broker, 1, ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="m-1", member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=["t"],
+        topic_partitions=[]))).decoded
+    assert joined.error_code == E.NONE
+    epoch = joined.member_epoch
+    assert await txn_commit(broker, 5, (0, 1), generation=epoch + 1, member="m-1") == [E.ILLEGAL_GENERATION]
+    assert await txn_commit(broker, 3, (0, 1), generation=epoch - 1, member="m-1") == [E.ILLEGAL_GENERATION]
+    assert await txn_commit(broker, 5, (0, 1), generation=epoch, member="ghost") == [E.UNKNOWN_MEMBER_ID]
+    assert await txn_commit(broker, 5, (0, 1), generation=epoch, member="m-1") == [E.NONE]
+    assert await txn_commit(broker, 5, (0, 2)) == [E.NONE]  # no member fields: not checked
+    assert await txn_commit(broker, 2, (0, 3)) == [E.NONE]
+
+
 async def test_v2_carries_no_member_and_is_accepted_by_a_stable_group(broker, transactions):
     coordinator = await coordinated(broker)
     stable_group(coordinator)
