@@ -149,8 +149,11 @@ def _add_control(sub) -> None:
     records.add_argument("--text", action="store_true", help="show keys, values and header values as UTF-8 text "
                                                              "instead of base64")
 
-    offsets = commands.add_parser("offsets", help="show a consumer group's committed offsets")
+    offsets = commands.add_parser("offsets", help="show a group's committed offsets (a share group's start offsets)")
     offsets.add_argument("group")
+    commands.add_parser("groups", help="show every group: type (classic, consumer, share), state, protocol type")
+    group = commands.add_parser("group", help="describe a group of any type: state, epoch, members, assignments")
+    group.add_argument("group")
 
     transactions = commands.add_parser("transactions", help="show the transaction coordinator's transactional ids")
     transactions.add_argument("transactional_id", nargs="?", help="only this one")
@@ -303,6 +306,8 @@ def _control_call(client, args):
         return client.records(args.topic, args.partition, args.offset, args.limit)
     if command == "offsets":
         return client.committed_offsets(args.group)
+    if command == "group":
+        return client.describe_group(args.group)
     if command == "transactions":
         return client.transactions(args.transactional_id)
     if command == "requests":
@@ -330,7 +335,7 @@ def _control_call(client, args):
         return client.move_leader(args.topic, args.partition, args.node_id)
     simple = {"clear-faults": client.clear_faults, "faults": client.faults, "down": client.down, "up": client.up,
               "status": client.status, "topics": client.topics, "nodes": client.nodes,
-              "restore-nodes": client.restore_nodes, "users": client.users}
+              "restore-nodes": client.restore_nodes, "users": client.users, "groups": client.groups}
     return simple[command]()
 
 

@@ -11,8 +11,9 @@ It runs either
   endpoint (`compatbroker.toolkit.control`).
 
 Both modes offer the same helpers: create topics; inject errors, latency and dropped connections; take the broker
-down and up; read what it stored (topics, records, committed offsets) and which requests it received, and on which
-node. `restart()` stops and starts it on the same ports and data (fault rules and the request log start afresh).
+down and up; read what it stored (topics, records, committed offsets, groups of every type) and which requests it
+received, and on which node. `restart()` stops and starts it on the same ports and data (fault rules and the
+request log start afresh).
 
 `EmbeddedBroker(security=SecuritySetup(...))` (compatbroker.toolkit.security) is a secured broker: one listener per
 entry of the setup (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, ...; each on a free port), its certificates, SASL
@@ -98,6 +99,16 @@ class StoredRecord:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """A group as ListGroups shows it: `type` "classic", "consumer" or "share", `state` Kafka's name."""
+
+    group_id: str
+    type: str
+    state: str
+    protocol_type: str
 
 
 @dataclass(frozen=True)
@@ -265,9 +276,19 @@ class EmbeddedBroker:
                              [(name, value) for name, value in r["headers"]]) for r in found]
 
     def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
-        """{(topic, partition): offset} committed by a consumer group."""
+        """{(topic, partition): offset} committed by a group (classic or KIP-848 consumer group); for a share
+        group, its share-partition start offsets (where its next delivery starts)."""
         return {(entry["topic"], entry["partition"]): entry["offset"]
                 for entry in self._call().committed_offsets(group)}
+
+    def groups(self) -> dict[str, GroupSummary]:
+        """{group id: its type, state and protocol type} for every group the coordinators know."""
+        return {entry["group_id"]: GroupSummary(**entry) for entry in self._call().groups()}
+
+    def describe_group(self, group: str) -> dict:
+        """A group of any type as plain data: `type`, `state`, `epoch`, `members` (each with its `assignment` as
+        [[topic, partition], ...]), for a share group `start_offsets`; see compatbroker.toolkit.control.groups."""
+        return self._call().describe_group(group)
 
     def transactions(self) -> dict[str, TransactionSummary]:
         """{transactional id: its state} for every transactional id the broker's transaction coordinator knows."""

@@ -80,6 +80,25 @@ def test_offsets_of_an_unknown_group_are_empty(broker):
     assert control(broker, "offsets", "nobody") == []
 
 
+def test_groups_are_listed_and_described(broker):
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    broker.create_topic("cli-groups", 1)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id="cli-group",
+                             enable_auto_commit=False, request_timeout_ms=15000)
+    try:
+        consumer.commit({TopicPartition("cli-groups", 0): OffsetAndMetadata(3, "", -1)})
+    finally:
+        consumer.close()
+    listed = {group["group_id"]: group for group in control(broker, "groups")}
+    assert (listed["cli-group"]["type"], listed["cli-group"]["state"]) == ("classic", "Empty")
+    described = control(broker, "group", "cli-group")
+    assert (described["type"], described["members"]) == ("classic", [])
+    done = cli("control", "--control", broker.control_url, "group", "nobody")
+    assert done.returncode == 1 and "no group nobody" in done.stderr
+
+
 def test_the_endpoint_may_come_from_the_environment(broker):
     done = cli("control", "status", env_control=broker.control_url.removeprefix("http://"))
     assert done.returncode == 0, done.stderr

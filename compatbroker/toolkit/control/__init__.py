@@ -1,8 +1,9 @@
 """The control API: ask a running broker to misbehave, and ask it what it saw.
 
 - `operations.py`: the operations themselves (inject errors and latency, drop connections, go down and up; in a
-  cluster stop, start and isolate nodes, delay followers and move leaders; list topics, records, committed offsets
-  and the request log), run on the broker's event loop; `security.py` adds SCRAM users and ACL bindings;
+  cluster stop, start and isolate nodes, delay followers and move leaders; list topics, records, committed offsets,
+  groups of every type (`groups.py` describes them) and the request log), run on the broker's event loop;
+  `security.py` adds SCRAM users and ACL bindings;
 - `http.py`: the HTTP/JSON endpoint of `compatbroker serve --control-listen HOST:PORT`, for tests in any language;
 - `client.py`: a Python client of that endpoint (the embedded broker's subprocess mode and `compatbroker control`).
 

@@ -130,6 +130,12 @@ class ControlClient:
     def committed_offsets(self, group: str) -> list[dict]:
         return self._call("GET", "/offsets", query={"group": group})
 
+    def groups(self) -> list[dict]:
+        return self._call("GET", "/groups")
+
+    def describe_group(self, group: str) -> dict:
+        return self._call("GET", "/group", query={"group": group})
+
     def transactions(self, transactional_id: str | None = None) -> list[dict]:
         return self._call("GET", "/transactions", query={"transactional_id": transactional_id})
 

@@ -73,6 +73,8 @@ _ROUTES = {
     ("POST", "/topics"): ("create_topic", "body", ("name", "partitions", "configs", "replication_factor")),
     ("GET", "/records"): ("records", "query", ("topic", "partition", "offset", "limit")),
     ("GET", "/offsets"): ("committed_offsets", "query", ("group",)),
+    ("GET", "/groups"): ("groups", None, ()),
+    ("GET", "/group"): ("describe_group", "query", ("group",)),
     ("GET", "/transactions"): ("transactions", "query", ("transactional_id",)),
     ("GET", "/requests"): ("requests", "query", ("since", "api")),
     ("DELETE", "/requests"): ("clear_requests", None, ()),

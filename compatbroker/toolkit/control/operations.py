@@ -6,8 +6,9 @@ strings, numbers) except record keys, values and header values, which are bytes 
 A request that cannot be honoured raises `ControlError` with an HTTP status and a one-line reason.
 
 In a cluster (`compatbroker serve --nodes N`) the operations see the whole cluster: records are read from the
-partition's leader (any replica while it has none), committed offsets and transactions from the node coordinating
-them, and the node operations stop, start and isolate nodes, delay a follower and move leaders.
+partition's leader (any replica while it has none), committed offsets, groups (of every type: classic, consumer,
+share) and transactions from the node coordinating them, and the node operations stop, start and isolate nodes,
+delay a follower and move leaders.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ...storage import StorageError
 from ...storage.log_config import ConfigError
 from ..faults import FaultError
 from . import ControlError
+from . import groups as group_views
 from .security import SecurityOperations
 
 if TYPE_CHECKING:
@@ -262,26 +264,64 @@ class ControlOperations(SecurityOperations):
 
     # --- groups ---------------------------------------------------------------------------------------------------
 
-    async def committed_offsets(self, group) -> list[dict]:
+    async def committed_offsets(self, group=None) -> list[dict]:
         """The group's committed offsets (after `__consumer_offsets` has been replayed), from the node
-        coordinating the group; none while no node does."""
-        from ...coordinator import coordinator_of
-
-        if not isinstance(group, str) or not group:
-            raise ControlError(400, "a group id is a non-empty string")
-        coordinator = None
-        for node in self._runtime.cluster.nodes.values():
-            candidate = coordinator_of(node)
-            await candidate.start()
-            if candidate.error_for(group) == ErrorCode.NONE:
-                coordinator = candidate
-                break
+        coordinating the group; none while no node does. A share group has no committed offsets: its
+        share-partition start offsets are answered instead (leader epoch -1, metadata "")."""
+        coordinator = await self._coordinator_for(group)
         if coordinator is None:
             return []
+        found = coordinator.group(group)
+        if found is not None and found.group_type == "share":
+            return [{"topic": entry["topic"], "partition": entry["partition"], "offset": entry["start_offset"],
+                     "leader_epoch": -1, "metadata": ""}
+                    for entry in await group_views.share_start_offsets(self._runtime.cluster, found)]
         committed = coordinator.offsets.fetch(group)
         return [{"topic": entry.topic, "partition": entry.partition, "offset": entry.offset,
                  "leader_epoch": entry.leader_epoch, "metadata": entry.metadata}
                 for _, entry in sorted(committed.items())]
+
+    async def groups(self) -> list[dict]:
+        """Every group of every type the coordinators know: id, type, state and protocol type, by id."""
+        from ...coordinator import coordinator_of
+
+        listed = []
+        for node in self._runtime.cluster.nodes.values():
+            coordinator = coordinator_of(node)
+            await coordinator.start()
+            listed += [{"group_id": group.group_id, "type": group.group_type, "state": str(group.state),
+                        "protocol_type": group.protocol_type or ""}
+                       for group in coordinator.list_groups()]
+        return sorted(listed, key=lambda entry: entry["group_id"])
+
+    async def describe_group(self, group=None) -> dict:
+        """One group of any type (see `group_views.describe`): state, epoch, members with their assignments; for a
+        share group also its share-partition start offsets (`start_offsets`). 404 when no node knows it."""
+        coordinator = await self._coordinator_for(group)
+        found = coordinator.group(group) if coordinator is not None else None
+        if found is None:
+            raise ControlError(404, f"no group {group}")
+        described = group_views.describe(found, self._topic_name_of)
+        if found.group_type == "share":
+            described["start_offsets"] = await group_views.share_start_offsets(self._runtime.cluster, found)
+        return described
+
+    async def _coordinator_for(self, group):
+        """The coordinator of the node coordinating `group` (loaded), or None while no node does."""
+        from ...coordinator import coordinator_of
+
+        if not isinstance(group, str) or not group:
+            raise ControlError(400, "a group id is a non-empty string")
+        for node in self._runtime.cluster.nodes.values():
+            candidate = coordinator_of(node)
+            await candidate.start()
+            if candidate.error_for(group) == ErrorCode.NONE:
+                return candidate
+        return None
+
+    def _topic_name_of(self, topic_id) -> str:
+        info = self._runtime.cluster.metadata.topic_by_id(topic_id)
+        return info.name if info is not None else str(topic_id)
 
     # --- transactions ---------------------------------------------------------------------------------------------
 
