@@ -27,8 +27,11 @@ CLOSE_S = 60.0  # a close waits for the client's LeaveGroup and shutdown
 # Short timeouts, so that a dead member costs seconds: 6000 ms is the broker's minimum session timeout (Kafka's
 # group.min.session.timeout.ms), and a member heartbeats every second. The rebalance timeout (the Java client's
 # max.poll.interval.ms) bounds how long a rebalance may wait for a member.
+# group_protocol "consumer" (KIP-848, confluent-kafka only) leaves the session and heartbeat to the broker and
+# takes remote_assignor (None: the broker's default) instead of strategy.
 MEMBER_DEFAULTS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "rebalance_timeout_ms": 20000,
-                   "instance_id": None, "strategy": None, "fetch_wait_ms": 200}
+                   "instance_id": None, "strategy": None, "fetch_wait_ms": 200, "group_protocol": "classic",
+                   "remote_assignor": None}
 
 
 class MemberFailed(AssertionError):

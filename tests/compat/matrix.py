@@ -48,7 +48,8 @@ SPARK_FLOWS = {"batch_read": "consume", "streaming": "consume (streaming)", "wri
 NO_TEST = "not tested"
 # (client, flow) -> why that client cannot do the flow at all; the report shows "n/a: <reason>" in the cell. A flow
 # that exists only inside the broker is listed for every client. Only for whole cells: a client that can do part of
-# a flow is tested on that part, and its test module says what it leaves out.
+# a flow is tested on that part, and its test module says what it leaves out. A JAVA entry words the reason of a Java
+# cell without Spark tests (else "not via Spark").
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     **{(client, "zero_copy"): "broker-internal (sendfile, traced)"
        for client in MATRIX_CLIENTS},
@@ -60,6 +61,19 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("aiokafka", "cluster admin"): "aiokafka's admin client has no election, reassignment, quorum or log dir calls",
     ("sarama", "cluster admin"): "sarama 1.22's ClusterAdmin has no election, reassignment, quorum or log dir calls",
     ("sarama", "fetch from follower"): "sarama 1.22 predates KIP-392 (no RackID)",
+    # KIP-848 (ConsumerGroupHeartbeat) and KIP-932 (share consumers): confluent-kafka 2.16 has both
+    ("kafka-python", "groups_consumer_protocol"): "kafka-python 3.0 has no group.protocol=consumer (classic only)",
+    ("aiokafka", "groups_consumer_protocol"): "aiokafka 0.14 has no group.protocol=consumer (classic only)",
+    ("kcat", "groups_consumer_protocol"): "kcat's librdkafka 2.0.2 predates KIP-848 (librdkafka 2.4)",
+    ("kafkajs", "groups_consumer_protocol"): "kafkajs 2.2.4 has no ConsumerGroupHeartbeat (classic only)",
+    ("sarama", "groups_consumer_protocol"): "sarama 1.22 has no ConsumerGroupHeartbeat (classic only)",
+    ("kafka-python", "share_groups"): "kafka-python 3.0 has no share consumer",
+    ("aiokafka", "share_groups"): "aiokafka 0.14 has no share consumer",
+    ("kcat", "share_groups"): "kcat's librdkafka 2.0.2 has no share consumer (librdkafka 2.15)",
+    ("kafkajs", "share_groups"): "kafkajs 2.2.4 has no share consumer",
+    ("sarama", "share_groups"): "sarama 1.22 has no share consumer",
+    (JAVA, "groups_consumer_protocol"): "Spark's Kafka source assigns partitions itself (assign(), no group)",
+    (JAVA, "share_groups"): "Spark's Kafka source has no share consumer",
 }
 MARKER = "matrix"
 MARKER_HELP = "matrix(client=None, flow=None): the compat-matrix cell of a test (see tests/compat/matrix.py)"
@@ -281,7 +295,7 @@ def untested(client: str, flow: str) -> tuple[str, str]:
     """(kind, text) of a cell without runs: ("na", "n/a: <reason>"), ("gap", NO_TEST) for a client's cell that
     NOT_APPLICABLE does not excuse, or ("none", "") in the raw protocol column."""
     if client == JAVA:
-        return "na", "n/a: not via Spark"
+        return "na", f"n/a: {NOT_APPLICABLE.get((JAVA, flow), 'not via Spark')}"
     if client not in MATRIX_CLIENTS:
         return "none", ""
     reason = NOT_APPLICABLE.get((client, flow))

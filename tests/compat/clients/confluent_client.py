@@ -5,6 +5,7 @@ the group coordinator (FindCoordinator) in the background although no group is j
 """
 from __future__ import annotations
 
+import os
 import time
 import uuid
 
@@ -165,15 +166,7 @@ class ConfluentClient(ClientAdapter):
     def run_member(self, spec, session):
         from confluent_kafka import TopicPartition
         topic = spec["topic"]
-        config = {"group.id": spec["group"], "client.id": spec["client_id"],
-                  "session.timeout.ms": spec["session_timeout_ms"],
-                  "heartbeat.interval.ms": spec["heartbeat_interval_ms"],
-                  "max.poll.interval.ms": spec["rebalance_timeout_ms"], "fetch.wait.max.ms": spec["fetch_wait_ms"]}
-        if spec["instance_id"] is not None:
-            config["group.instance.id"] = spec["instance_id"]
-        if spec["strategy"] is not None:
-            config["partition.assignment.strategy"] = spec["strategy"]
-        consumer = self.consumer(spec["bootstrap"], **config)
+        consumer = self.consumer(spec["bootstrap"], **_member_config(spec))
 
         def ours(tps):
             return [tp.partition for tp in tps if tp.topic == topic]
@@ -313,6 +306,29 @@ class ConfluentClient(ClientAdapter):
         if any(positions[p] < until[p] for p in until):
             raise ClientError(f"confluent-kafka consumer: positions {positions}, expected {until} within {timeout_s} s")
         return got, positions
+
+
+def _member_config(spec: dict) -> dict:
+    """A group member's settings. With group.protocol=consumer (KIP-848) librdkafka refuses session.timeout.ms,
+    heartbeat.interval.ms and partition.assignment.strategy: the broker decides them, and group.remote.assignor names
+    the server-side assignor (unset: the broker's default)."""
+    config = {"group.id": spec["group"], "client.id": spec["client_id"],
+              "max.poll.interval.ms": spec["rebalance_timeout_ms"], "fetch.wait.max.ms": spec["fetch_wait_ms"]}
+    protocol = spec.get("group_protocol", "classic")
+    if protocol == "consumer":
+        config["group.protocol"] = "consumer"
+        if spec.get("remote_assignor") is not None:
+            config["group.remote.assignor"] = spec["remote_assignor"]
+    else:
+        config |= {"group.protocol": protocol, "session.timeout.ms": spec["session_timeout_ms"],
+                   "heartbeat.interval.ms": spec["heartbeat_interval_ms"]}
+        if spec["strategy"] is not None:
+            config["partition.assignment.strategy"] = spec["strategy"]
+    if spec["instance_id"] is not None:
+        config["group.instance.id"] = spec["instance_id"]
+    if os.environ.get("COMPAT_LIBRDKAFKA_DEBUG"):  # e.g. "cgrp,protocol": librdkafka's log in the member's log file
+        config["debug"] = os.environ["COMPAT_LIBRDKAFKA_DEBUG"]
+    return config
 
 
 def confluent_error_name(exc: BaseException) -> str:

@@ -16,7 +16,8 @@ The protocol, one JSON object per line:
 
 The spec: client, bootstrap, topic, group, client_id, session_timeout_ms, heartbeat_interval_ms,
 rebalance_timeout_ms (max.poll.interval.ms), instance_id (static membership, or null), strategy (null: the client's
-default assignors; "cooperative-sticky"; "roundrobin"...), fetch_wait_ms.
+default assignors; "cooperative-sticky"; "roundrobin"...), fetch_wait_ms, group_protocol ("classic", or "consumer":
+KIP-848, where the broker sets session and heartbeat and remote_assignor names its assignor, null for its default).
 """
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ class MemberSession:
 
     @property
     def cooperative(self) -> bool:
-        return self.spec.get("strategy") == COOPERATIVE
+        """Incremental rebalance callbacks: cooperative-sticky, or the consumer protocol (KIP-848) of librdkafka."""
+        return self.spec.get("strategy") == COOPERATIVE or self.spec.get("group_protocol") == "consumer"
 
     def emit(self, kind: str, **fields) -> None:
         line = EVENT_PREFIX + json.dumps({"type": kind, **fields})
