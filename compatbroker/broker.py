@@ -150,6 +150,8 @@ class Broker:
             await self.coordinator.stop()
         if self.share_partitions is not None:  # its lock timers and long polls; its state is durable already
             await self.share_partitions.stop()
+        if self.share_state_store is not None:  # its loads; made by this node's share partitions or another node's
+            await self.share_state_store.stop()
         if self._checkpoint_writer is not None:  # its write must not overlap the final one of logs.shutdown
             await asyncio.gather(self._checkpoint_writer, return_exceptions=True)
         await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)

@@ -142,6 +142,8 @@ def _parse_assignors(value: Any) -> tuple[str, ...]:
         name = item.rsplit(".", 1)[-1].removesuffix("Assignor").lower()
         if name not in ("uniform", "range"):
             raise ValueError(f"unknown assignor {item} (Kafka ships uniform and range)")
+        if name in names:
+            raise ValueError("values must not be duplicated")
         names.append(name)
     if not names:
         raise ValueError("at least one assignor is needed")
@@ -163,6 +165,7 @@ class _Setting:
     parse: Callable[[Any], Any]
     default: Any
     minimum: int | None = None
+    maximum: int | None = None
 
     @property
     def attribute(self) -> str:
@@ -211,12 +214,12 @@ _SETTINGS = (
     _Setting("group.share.heartbeat.interval.ms", _parse_int, 5_000, 1),
     _Setting("group.share.min.heartbeat.interval.ms", _parse_int, 5_000, 1),
     _Setting("group.share.max.heartbeat.interval.ms", _parse_int, 15_000, 1),
-    _Setting("group.share.max.size", _parse_int, 200, 1),
-    _Setting("group.share.record.lock.duration.ms", _parse_int, 30_000, 1000),
-    _Setting("group.share.min.record.lock.duration.ms", _parse_int, 15_000, 1000),
-    _Setting("group.share.max.record.lock.duration.ms", _parse_int, 60_000, 1000),
-    _Setting("group.share.delivery.count.limit", _parse_int, 5, 2),
-    _Setting("group.share.partition.max.record.locks", _parse_int, 2000, 100),
+    _Setting("group.share.max.size", _parse_int, 200, 1, 1000),
+    _Setting("group.share.record.lock.duration.ms", _parse_int, 30_000, 1000, 3_600_000),
+    _Setting("group.share.min.record.lock.duration.ms", _parse_int, 15_000, 1000, 30_000),
+    _Setting("group.share.max.record.lock.duration.ms", _parse_int, 60_000, 30_000, 3_600_000),
+    _Setting("group.share.delivery.count.limit", _parse_int, 5, 2, 10),
+    _Setting("group.share.partition.max.record.locks", _parse_int, 2000, 100, 10_000),
     _Setting("group.share.max.share.sessions", _parse_int, 2000, 1),
     _Setting("share.coordinator.state.topic.num.partitions", _parse_int, 50, 1),
     _Setting("share.coordinator.state.topic.segment.bytes", _parse_int, 104_857_600, 1),
@@ -442,6 +445,8 @@ class BrokerConfig:
                     raise ConfigError(f"{prefix}{name} must be greater than or equal to {prefix}min.{name}")
                 if value > self._values[f"{prefix}max.{name}"]:
                     raise ConfigError(f"{prefix}{name} must be less than or equal to {prefix}max.{name}")
+            if self._values[f"{prefix}heartbeat.interval.ms"] >= self._values[f"{prefix}session.timeout.ms"]:
+                raise ConfigError(f"{prefix}heartbeat.interval.ms must be less than {prefix}session.timeout.ms")
 
     def _serving_listeners(self) -> tuple[Endpoint, ...]:
         """The listeners clients use: controller listeners are dropped; each has a security protocol."""
@@ -522,6 +527,8 @@ def _parse_setting(setting: _Setting, value: Any) -> Any:
         raise ConfigError(f"invalid value {value!r} for {setting.name}: {exc}") from None
     if setting.minimum is not None and parsed < setting.minimum:
         raise ConfigError(f"{setting.name}={parsed} is below the minimum {setting.minimum}")
+    if setting.maximum is not None and parsed > setting.maximum:
+        raise ConfigError(f"{setting.name}={parsed} is above the maximum {setting.maximum}")
     return parsed
 
 

@@ -4,11 +4,12 @@ subscribed topic regex), run by RE2 (`google-re2`), the engine RE2/J ports: the 
 matching takes linear time, so no pattern a client sends can stall the broker.
 
 `compile_pattern` raises `PatternError` whose `description` is RE2/J's text for the error (what Kafka puts in its
-messages, e.g. "missing closing )"), translated from RE2's own.
+messages, e.g. "missing closing )"), translated from RE2's own. It keeps the 256 small patterns last used compiled;
+a large one is compiled on each use, so that clients cannot fill memory with them.
 """
 from __future__ import annotations
 
-import functools
+from collections import OrderedDict
 
 import re2
 
@@ -16,6 +17,12 @@ __all__ = ["PatternError", "compile_pattern"]
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a client's bad pattern is answered, not logged by RE2
+
+# Compiled patterns kept for reuse, least recently used first. Only small ones are kept: a client could otherwise
+# park hundreds of megabyte-sized patterns and programs here (RE2 lets one program grow to 8 MiB).
+_CACHE: OrderedDict[str, object] = OrderedDict()
+_CACHE_SIZE = 256
+_CACHED_PATTERN_MAX = 1_000  # characters, and RE2 instructions; the patterns clients send need a few dozen
 
 # RE2's error texts -> RE2/J's descriptions (Go's regexp/syntax wording, which RE2/J keeps).
 _RE2J_DESCRIPTIONS = {
@@ -39,14 +46,22 @@ class PatternError(ValueError):
         self.description = description
 
 
-@functools.lru_cache(maxsize=256)
 def compile_pattern(pattern: str):
-    """The compiled pattern (cached: clients send the same few again and again); match a whole string with its
-    `fullmatch`, as RE2/J's `Matcher.matches()`. Raises PatternError."""
+    """The compiled pattern (cached when small: clients send the same few again and again); match a whole string
+    with its `fullmatch`, as RE2/J's `Matcher.matches()`. Raises PatternError."""
+    compiled = _CACHE.get(pattern)
+    if compiled is not None:
+        _CACHE.move_to_end(pattern)
+        return compiled
     try:
-        return re2.compile(pattern, options=_OPTIONS)
+        compiled = re2._Regexp(pattern, _OPTIONS)  # not re2.compile, whose own cache keeps 128 of any size
     except re2.error as exc:
         raise PatternError(pattern, _description(exc)) from None
+    if len(pattern) <= _CACHED_PATTERN_MAX and compiled.programsize <= _CACHED_PATTERN_MAX:
+        _CACHE[pattern] = compiled
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return compiled
 
 
 def _description(exc: re2.error) -> str:

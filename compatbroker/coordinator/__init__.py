@@ -31,6 +31,7 @@ from collections.abc import Iterable
 
 from ..protocol.error_codes import ErrorCode
 from .group import GROUP_TYPE, Group, GroupState
+from .group_records import SHARE_GROUP_RECORD_TYPES
 from .host import CoordinatorHost
 from .membership import GroupSettings, Membership, write_error
 from .consumer_group import ConsumerGroups
@@ -136,7 +137,7 @@ class Coordinator:
 
     def replay_typed(self, record) -> None:
         """The loader's hand-over of one record of a consumer group (types 3-8, 16) or a share group (9-15)."""
-        manager = self.share_groups if 9 <= record.record_type <= 15 else self.consumer_groups
+        manager = self.share_groups if record.record_type in SHARE_GROUP_RECORD_TYPES else self.consumer_groups
         manager.replay(record)
 
     def on_groups_loaded(self, group_ids: Iterable[str]) -> None:
@@ -155,16 +156,29 @@ class Coordinator:
     def on_offsets_deleted(self, group_id: str) -> None:
         """The group's last committed offset is gone (retention, OffsetDelete): an Empty classic or consumer group
         goes with it, as Kafka's cleanup does, and its records get tombstones. A share group stays (its state is
-        not committed offsets)."""
+        not committed offsets). A consumer group goes under its lock, so that a member joining meanwhile keeps it."""
         group = self.group(group_id)
-        if group is None or str(group.state) != GroupState.EMPTY or group.group_type == "share" \
-                or group_id in self.offsets.groups_with_offsets():
+        if not self._empty_without_offsets(group):
             return
-        manager = self._manager_of(group_id)
-        records = None if manager is self.membership else manager.tombstones(group_id)
-        manager.remove_group(group_id)
-        log.info("%s group %s is empty and has no committed offsets left: removed", group.group_type, group_id)
-        self.membership.spawn(self._delete_quietly(group_id, records))
+        if group.group_type == "consumer":
+            self.membership.spawn(self._remove_empty_consumer_group(group_id))
+            return
+        self.membership.remove_group(group_id)
+        log.info("group %s is empty and has no committed offsets left: removed", group_id)
+        self.membership.spawn(self._delete_quietly(group_id))
+
+    def _empty_without_offsets(self, group) -> bool:
+        return (group is not None and group.group_type != "share" and str(group.state) == GroupState.EMPTY
+                and group.group_id not in self.offsets.groups_with_offsets())
+
+    async def _remove_empty_consumer_group(self, group_id: str) -> None:
+        async with self.consumer_groups.lock(group_id):
+            if not self._empty_without_offsets(self.consumer_groups.groups.get(group_id)):
+                return  # a member joined, or the group went, while the lock was awaited
+            records = self.consumer_groups.tombstones(group_id)
+            self.consumer_groups.remove_group(group_id)
+            log.info("consumer group %s is empty and has no committed offsets left: removed", group_id)
+            await self._delete_quietly(group_id, records)
 
     # --- offsets --------------------------------------------------------------------------------------------------
 

@@ -138,7 +138,7 @@ def group_config(host, group_id: str) -> GroupConfig:
                 _WARNED.add((group_id, name))
                 log.warning("group %s: ignoring its stored config %s=%r (%s)", group_id, name, value, exc)
             continue
-        values[name] = value.strip()
+        values[name] = normalized({name: value})[name]
     return GroupConfig(
         consumer_session_timeout_ms=int(values[CONSUMER_SESSION_TIMEOUT_MS]),
         consumer_heartbeat_interval_ms=int(values[CONSUMER_HEARTBEAT_INTERVAL_MS]),
@@ -161,7 +161,7 @@ def validate(overrides: Mapping[str, str], consumer: ConsumerGroupSettings, shar
     values = {**broker_defaults(consumer, share), **overrides}
     for name, value in overrides.items():
         _check_value(GROUP_CONFIG_KEYS[name], value)
-    number = {name: int(values[name]) for name, key in GROUP_CONFIG_KEYS.items() if key.is_int}
+    number = {name: _int_value(values[name]) for name, key in GROUP_CONFIG_KEYS.items() if key.is_int}
     _within(number, CONSUMER_HEARTBEAT_INTERVAL_MS, consumer.min_heartbeat_interval_ms,
             consumer.max_heartbeat_interval_ms, "group.consumer.min.heartbeat.interval.ms",
             "group.consumer.max.heartbeat.interval.ms")
@@ -182,7 +182,7 @@ def validate(overrides: Mapping[str, str], consumer: ConsumerGroupSettings, shar
 
 def normalized(overrides: Mapping[str, str]) -> dict[str, str]:
     """Valid overrides in the text Kafka keeps and shows (numbers without blanks or signs, names trimmed)."""
-    return {name: str(int(value)) if GROUP_CONFIG_KEYS[name].is_int else value.strip()
+    return {name: str(_int_value(value)) if GROUP_CONFIG_KEYS[name].is_int else value.strip()
             for name, value in overrides.items()}
 
 
@@ -190,9 +190,10 @@ def _check_value(key: GroupConfigKey, value: str) -> None:
     """ConfigDef's parse and validators, with Kafka's messages."""
     text = value.strip()
     if key.is_int:
-        if not re.fullmatch(r"[-+]?[0-9]+", text) or not -2**31 <= int(text) <= INT32_MAX:
+        number = _int_value(text)
+        if number is None:
             raise GroupConfigError(f"Invalid value {value} for configuration {key.name}: Not a number of type INT")
-        if int(text) < key.minimum:
+        if number < key.minimum:
             raise GroupConfigError(f"Invalid value {text} for configuration {key.name}: "
                                    f"Value must be at least {key.minimum}")
     elif key.name == SHARE_ISOLATION_LEVEL and text not in ISOLATION_LEVELS:
@@ -202,6 +203,19 @@ def _check_value(key: GroupConfigKey, value: str) -> None:
         raise GroupConfigError(f"Invalid value {text} for configuration {key.name}: Invalid value `{text}` for "
                                f"configuration {key.name}. The value must be either 'earliest', 'latest' or of "
                                "the format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
+def _int_value(text: str) -> int | None:
+    """The value as Java's Integer.parseInt reads it (any number of leading zeros); None when it is not an INT.
+    The digits are bounded before int() sees them, which refuses strings of more than 4300 digits."""
+    match = _INT.fullmatch(text.strip())
+    if match is None:
+        return None
+    number = int(match.group(1) + match.group(2))
+    return number if -2**31 <= number <= INT32_MAX else None
+
+
+_INT = re.compile(r"([-+]?)0*([0-9]{1,10})")
 
 
 def _within(values: Mapping[str, int], name: str, low: int, high: int, low_name: str, high_name: str) -> None:
@@ -243,7 +257,10 @@ def duration_ms(text: str) -> int:
         raise ValueError(f"not an ISO-8601 duration: {text!r}")
     if time_part is not None and not (hours or minutes or seconds):
         raise ValueError(f"not an ISO-8601 duration: {text!r}")
-    whole_seconds = int(days or 0) * 86_400 + int(hours or 0) * 3_600 + int(minutes or 0) * 60 + int(seconds or 0)
+    terms = [int(number or 0) * unit for number, unit in ((days, 86_400), (hours, 3_600), (minutes, 60), (seconds, 1))]
+    whole_seconds = sum(terms)
+    if not all(-2**63 <= value <= 2**63 - 1 for value in (*terms, whole_seconds)):
+        raise ValueError(f"duration out of range: {text!r}")  # Java's exact long arithmetic refuses it
     millis = whole_seconds * 1000
     if fraction:
         part = int(fraction.ljust(3, "0")[:3])

@@ -76,6 +76,7 @@ from ..storage.validator import COORDINATOR
 from ..topic_names import GROUP_METADATA_TOPIC
 from .appends import COORDINATOR_APPEND_ERRORS, check_before_append, coordinator_error, wait_for_replicas
 from .group import CONSUMER_PROTOCOL_TYPE, GroupState
+from .group import GROUP_TYPE as CLASSIC_GROUP_TYPE
 from .group_records import TypedRecord, parse_typed
 from .host import CoordinatorHost
 from .ownership import PartitionOwnership
@@ -102,9 +103,7 @@ TXN_OFFSET_COMMIT_BASE_SEQUENCE = 0  # Kafka's group coordinator writes its tran
 NO_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 
-# The group types of the coordinator's groups (`group.group_type`; Kafka's GroupType names).
-CLASSIC_GROUP_TYPE = "classic"
-CONSUMER_GROUP_TYPE = "consumer"
+CONSUMER_GROUP_TYPE = "consumer"  # consumer_group.model.GROUP_TYPE (that package imports this module)
 
 _VERSION = struct.Struct(">h")
 _INT32_MIN = -(2**31)

@@ -9,10 +9,7 @@ and the names at start).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-
-from ..config import ConfigError
+from dataclasses import dataclass
 
 INT32_MAX = 2**31 - 1
 
@@ -20,18 +17,10 @@ CONSUMER_ASSIGNORS = ("uniform", "range")
 """The server-side assignors Kafka ships, by the names clients ask for (`group.remote.assignor`)."""
 
 
-def _read(cls, config, names: dict[str, str], parse: dict[str, Callable] | None = None):
-    """An instance of `cls` with each field whose Kafka name the configuration knows taken from it."""
-    values = {}
-    for field in fields(cls):
-        name = names[field.name]
-        try:
-            value = config.get(name)
-        except ConfigError:
-            continue
-        if value is not None:
-            values[field.name] = (parse or {}).get(field.name, int)(value)
-    return cls(**values)
+def _read(cls, config):
+    """An instance of `cls` with each field taken from the broker configuration (`BrokerConfig`, which parses and
+    checks each name of `cls.NAMES`)."""
+    return cls(**{field: config.get(name) for field, name in cls.NAMES.items()})
 
 
 @dataclass(frozen=True)
@@ -62,7 +51,7 @@ class ConsumerGroupSettings:
 
     @classmethod
     def from_config(cls, config) -> ConsumerGroupSettings:
-        return _read(cls, config, cls.NAMES, {"assignors": tuple, "migration_policy": str})
+        return _read(cls, config)
 
     @property
     def default_assignor(self) -> str:
@@ -121,4 +110,4 @@ class ShareGroupSettings:
 
     @classmethod
     def from_config(cls, config) -> ShareGroupSettings:
-        return _read(cls, config, cls.NAMES)
+        return _read(cls, config)

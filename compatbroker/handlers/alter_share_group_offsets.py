@@ -58,20 +58,14 @@ async def handle(ctx: RequestContext, request) -> AlterShareGroupOffsetsResponse
                                                                error_message=error.message)
                                                for p in topic.partitions]))
     coordinator = coordinator_of(ctx.broker)
-    group, refusal = _empty_share_group(coordinator, group_id)
-    if refusal is not None:
-        return refusal
+    group, error, message = coordinator.share_groups.empty_group(group_id)
+    if group is None:
+        return _refused(error, message)
     try:
         answers += await _alter(ctx, coordinator, group, [(topics[t.topic_name], t) for t in wanted])
     except OffsetWriteError as exc:
         return _refused(exc.error_code)
     return Response(responses=answers)
-
-
-def _empty_share_group(coordinator, group_id: str):
-    """(the group, None), or (None, the group-level refusal)."""
-    group, error, message = coordinator.share_groups.empty_group(group_id)
-    return (group, None) if group is not None else (None, _refused(error, message))
 
 
 async def _alter(ctx: RequestContext, coordinator, group, topics: list) -> list:

@@ -65,8 +65,7 @@ def _describe(coordinator, group_id: str):
     if not isinstance(group, ConsumerGroup):
         return Described(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                          error_message=f"Group {group_id} is not a consumer group.")
-    default_assignor = coordinator.consumer_groups.settings.assignors[0]
-    return describe_group(group, default_assignor, coordinator.broker.topic_by_id)
+    return describe_group(group, coordinator.consumer_settings.default_assignor, coordinator.broker.topic_by_id)
 
 
 def describe_group(group: ConsumerGroup, default_assignor: str, topic_by_id) -> Described:

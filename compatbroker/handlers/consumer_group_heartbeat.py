@@ -39,10 +39,7 @@ async def handle(ctx: RequestContext, request) -> ConsumerGroupHeartbeatResponse
     names = request.subscribed_topic_names
     if names and len(ctx.filter_authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, names)) < len(set(names)):
         return Response(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    manager = coordinator_of(ctx.broker).consumer_groups
-    if manager is None:  # consumer groups not available on this node
-        return Response(error_code=ErrorCode.UNSUPPORTED_VERSION)
-    answer = await manager.heartbeat(_args(ctx, request))
+    answer = await coordinator_of(ctx.broker).consumer_groups.heartbeat(_args(ctx, request))
     return _response(answer)
 
 

@@ -49,21 +49,15 @@ async def handle(ctx: RequestContext, request) -> DeleteShareGroupOffsetsRespons
                           error_message=ErrorCode.TOPIC_AUTHORIZATION_FAILED.message)
               for t in request.topics if t.topic_name not in readable]
     coordinator = coordinator_of(ctx.broker)
-    group, refusal = _empty_share_group(coordinator, group_id)
-    if refusal is not None:
-        return refusal
+    group, error, message = coordinator.share_groups.empty_group(group_id)
+    if group is None:
+        return _refused(error, message)
     wanted = list(dict.fromkeys(t.topic_name for t in request.topics if t.topic_name in readable))
     try:
         answers = await _delete(ctx, coordinator, group, wanted)
     except OffsetWriteError as exc:
         return _refused(exc.error_code)
     return Response(responses=denied + answers)
-
-
-def _empty_share_group(coordinator, group_id: str):
-    """(the group, None), or (None, the group-level refusal)."""
-    group, error, message = coordinator.share_groups.empty_group(group_id)
-    return (group, None) if group is not None else (None, _refused(error, message))
 
 
 async def _delete(ctx: RequestContext, coordinator, group, names: list[str]) -> list:

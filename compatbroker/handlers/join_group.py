@@ -70,7 +70,7 @@ async def handle(ctx: RequestContext, request) -> JoinGroupResponse:
         client_host=client_host(ctx.peer), requires_known_member_id=version >= 4,
         supports_skip_assignment=version >= 9, reason=request.reason)
     # Shielded: if the client goes away, its parked join stays answerable (Kafka cannot see disconnects either).
-    result = await asyncio.shield(asyncio.ensure_future(classic_members.join_group(coordinator, args)))
+    result = await asyncio.shield(classic_members.join_group(coordinator, args))
     return response(version, result)
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..coordinator import GroupState, coordinator_of
 from ..coordinator.group import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE
+from ..coordinator.share_group.model import GROUP_TYPE as SHARE_GROUP_TYPE
 from ..coordinator.offsets import OffsetWriteError
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetDeleteResponse
@@ -37,8 +38,6 @@ MAX_VERSION = 0
 
 TopicResponse = OffsetDeleteResponse.OffsetDeleteResponseTopic
 PartitionResponse = OffsetDeleteResponse.OffsetDeleteResponsePartition
-
-SHARE_GROUP_TYPE = "share"
 
 
 async def handle(ctx: RequestContext, request) -> OffsetDeleteResponse:

@@ -40,7 +40,9 @@ import uuid
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..coordinator import coordinator_of
+from ..coordinator.consumer_group.model import GROUP_TYPE as CONSUMER_GROUP_TYPE
 from ..coordinator.offsets import NO_LEADER_EPOCH, NO_OFFSET
+from ..coordinator.share_group.model import GROUP_TYPE as SHARE_GROUP_TYPE
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import OffsetFetchResponse
 from ..protocol.wire import ZERO_UUID
@@ -54,7 +56,6 @@ MIN_VERSION = 0
 MAX_VERSION = 10
 
 NO_METADATA = ""
-CONSUMER_GROUP_TYPE, SHARE_GROUP_TYPE = "consumer", "share"
 
 
 class _Partition(NamedTuple):

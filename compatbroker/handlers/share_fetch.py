@@ -46,6 +46,7 @@ from ..security.acls.types import AclOperation, ResourceType
 from ..share import share_partitions_of
 from ..share.manager import PartitionFetch
 from ..share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError
+from .fetch import FETCH_MAX_BYTES
 from .partition_leadership import leader_hint
 from .share_acknowledge import ack_batches, acknowledge_all
 
@@ -56,7 +57,6 @@ API_KEY = 78
 MIN_VERSION = 1
 MAX_VERSION = 2
 
-FETCH_MAX_BYTES = 57_671_680  # Kafka's default fetch.max.bytes
 RECORD_LIMIT = 1  # ShareAcquireMode 1: MaxRecords is exact (KIP-1206)
 
 TopicResponse = ShareFetchResponse.ShareFetchableTopicResponse

@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext, request) -> SyncGroupResponse:
                     group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
                     protocol_name=request.protocol_name,
                     assignments={a.member_id: bytes(a.assignment) for a in request.assignments})
-    result = await asyncio.shield(asyncio.ensure_future(classic_members.sync_group(coordinator, args)))
+    result = await asyncio.shield(classic_members.sync_group(coordinator, args))
     return response(version, result)
 
 

@@ -18,9 +18,8 @@ acquisition-lock timers; and the wake-ups of ShareFetch long polls when records 
 - Records become available again on RELEASE, on a lock expiring (`share.record.lock.duration.ms`; one timer per
   share-partition, at its earliest lock deadline), and when a share session ends (epoch -1, or its connection
   closing): waiting ShareFetches wake then, and after any acknowledgement (it may make room under the in-flight
-  limit), as Kafka completes its delayed share fetches.
-  Kafka 4.2's group coordinator leaves the records of a member that leaves or is fenced locked until their locks
-  expire; `release_member` is there for callers that want them back at once.
+  limit), as Kafka completes its delayed share fetches. A member that leaves the group or is fenced keeps its
+  records until its session ends or their locks expire, as with Kafka 4.2's group coordinator.
 
 Everything runs on the event loop.
 """
@@ -198,6 +197,9 @@ class SharePartitionManager:
                       max_bytes: int, max_records: int, batch_size: int, strict: bool,
                       first: bool) -> PartitionFetch:
         """Acquire records of one partition this node leads for `member_id` and read their batches."""
+        if not self._host.is_leader(topic.name, partition):  # it moved during a long poll: the new leader acquires
+            self.forget_unled(topic.name, topic.topic_id, partition)
+            return PartitionFetch(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
             share_partition = await self.share_partition(group_id, topic, partition, limits)
         except ShareStateError as exc:
@@ -262,10 +264,8 @@ class SharePartitionManager:
         if share_partition is None:  # Kafka: no share-partition in the cache
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         try:
-            share_partition.acknowledge(member_id, batches,
-                                                   delivery_count_limit=limits.delivery_count_limit,
-                                                   now_ms=self._host.now_ms(),
-                                                   lock_duration_ms=limits.lock_duration_ms)
+            share_partition.acknowledge(member_id, batches, delivery_count_limit=limits.delivery_count_limit,
+                                        now_ms=self._host.now_ms(), lock_duration_ms=limits.lock_duration_ms)
         except ShareAckError as exc:
             return exc.error_code, str(exc)
         if any(kind == AcknowledgeType.RENEW for batch in batches for kind in batch.types):  # a new deadline
@@ -279,17 +279,6 @@ class SharePartitionManager:
         return ErrorCode.NONE, None
 
     # --- releases -------------------------------------------------------------------------------------------------
-
-    def release_member(self, group_id: str, member_id: str, keys=None) -> None:
-        """Release the member's acquired records (on `keys` only, when given) and wake the fetches they may
-        serve; persisted in the background."""
-        for key, share_partition in list(self._partitions.items()):
-            if key[0] != group_id or (keys is not None and (key[1], key[2]) not in keys):
-                continue
-            limit = group_config(self._host, group_id).share_delivery_count_limit
-            if share_partition.release_member(member_id, limit):
-                self._wake(key)
-            self._persist_soon(key, share_partition)
 
     def open_session(self, group_id: str, member_id: str, partitions, connection: asyncio.Future | None
                      ) -> ShareSession:
@@ -314,8 +303,18 @@ class SharePartitionManager:
 
     def _end(self, session: ShareSession) -> None:
         if self.sessions.remove_session(session):
-            self.release_member(session.group_id, session.member_id, set(session.partitions))
+            self._release_session(session)
             self._forget_idle_group(session.group_id)
+
+    def _release_session(self, session: ShareSession) -> None:
+        """Release the member's acquired records on the session's partitions and wake the fetches they may
+        serve; persisted in the background."""
+        limit = group_config(self._host, session.group_id).share_delivery_count_limit
+        for key, share_partition in list(self._partitions.items()):
+            if key[0] == session.group_id and (key[1], key[2]) in session.partitions:
+                if share_partition.release_member(session.member_id, limit):
+                    self._wake(key)
+                self._persist_soon(key, share_partition)
 
     def _forget_idle_group(self, group_id: str) -> None:
         """The group's last session here ended: its share-partitions holding no lock leave memory (their state is
@@ -461,7 +460,8 @@ class SharePartitionManager:
     # --- life cycle -----------------------------------------------------------------------------------------------
 
     async def stop(self) -> None:
-        """Cancel the timers and wake the waiters; writes in flight finish (bounded by the node's shutdown)."""
+        """Cancel the timers and wake the waiters; writes in flight finish (bounded by the node's shutdown). The
+        node stops its state store afterwards."""
         self._stopped = True
         for handle in list(self._timers.values()):
             handle.cancel()
@@ -472,9 +472,6 @@ class SharePartitionManager:
         if tasks:
             with contextlib.suppress(Exception):
                 await asyncio.wait(tasks, timeout=2.0)
-        store = getattr(self._host, "share_state_store", None)
-        if store is not None:
-            await store.stop()
 
 
 def _read_chunk(partition_log, offset: int, max_bytes: int, bound: int, first: bool, read_committed: bool):

@@ -8,8 +8,8 @@ after the last one ever acquired (`next_offset`, Kafka's end offset + 1). Each o
 - AVAILABLE: may be acquired (again); ACQUIRED: locked by one member until `deadline_ms` (the acquisition lock,
   `share.record.lock.duration.ms`); ACKNOWLEDGED (accepted) and ARCHIVED (rejected, a gap, an aborted
   transaction's record, or delivered `group.share.delivery.count.limit` times) are final.
-- The delivery count rises with each acquisition. A record released (RELEASE, its lock expiring, its member
-  leaving) becomes AVAILABLE again, or ARCHIVED once its delivery count has reached the limit.
+- The delivery count rises with each acquisition. A record released (RELEASE, its lock expiring, its member's
+  share session ending) becomes AVAILABLE again, or ARCHIVED once its delivery count has reached the limit.
 - The SPSO moves forward over final records; they leave memory then. An offset inside the window with no entry is
   one never delivered (a hole of the persisted state after a restart): available, as Kafka's "gap window".
 
@@ -18,9 +18,9 @@ Acquisition walks the log batches read from the next fetch offset (the first ava
 1). Offsets the batches skip (compacted away) are archived. It stops at `max_records` acquired: at the end of the
 log batch reached (ShareAcquireMode batch_optimized, Kafka's soft limit) or exactly (record_limit, KIP-1206). New
 records are only taken while the window is shorter than `group.share.partition.max.record.locks` (a log batch
-begun then is taken whole, but never more than `max_records` past the limit: compaction can leave a batch spanning
-many offsets). Acquired offsets are answered as ranges of equal delivery count, cut at a log batch boundary once a
-range holds `batch_size` records (Kafka's createBatches).
+begun then is taken whole, but never more than `max_records`, nor than the limit again, past the limit: compaction
+can leave a batch spanning many offsets). Acquired offsets are answered as ranges of equal delivery count, cut at a
+log batch boundary once a range holds `batch_size` records (Kafka's createBatches).
 
 Acknowledgement (ACCEPT, RELEASE, REJECT, GAP, and RENEW from ShareFetch/ShareAcknowledge v2, KIP-1222) is all or
 nothing per partition: every offset of every batch must be ACQUIRED by the acknowledging member
@@ -200,10 +200,12 @@ class SharePartition:
                 batch_size: int, strict: bool, max_record_locks: int, now_ms: int, lock_duration_ms: int
                 ) -> Acquisition:
         """Acquire for `member_id` from the log batches read at `fetch_offset` (see the module docstring)."""
-        # However large a log batch (compaction keeps a batch's offset span), the window grows by at most
-        # `max_records` past the in-flight limit, so that memory stays bounded.
+        # However large a log batch (compaction keeps a batch's offset span) and whatever MaxRecords the client
+        # sends, the window grows by at most `max_records`, and never by more than the in-flight limit again, past
+        # that limit: memory stays bounded.
+        overshoot = min(max(max_records, 0), max_record_locks)
         walk = _Walk(self, member_id, now_ms + lock_duration_ms, max(batch_size, 1),
-                     self.start_offset + max_record_locks + max(max_records, 0))
+                     self.start_offset + max_record_locks + overshoot)
         if max_records <= 0:
             return walk.result()
         cursor = max(fetch_offset, self.start_offset)
@@ -288,8 +290,8 @@ class SharePartition:
     # --- releases -------------------------------------------------------------------------------------------------
 
     def release_member(self, member_id: str, delivery_count_limit: int) -> bool:
-        """The member left (or closed its share session): its acquired records are released. True when any became
-        available again."""
+        """The member's share session ended: its acquired records are released. True when any became available
+        again."""
         return self._release(lambda record: record.member_id == member_id, delivery_count_limit)
 
     def expire_locks(self, now_ms: int, delivery_count_limit: int) -> bool:

@@ -10,8 +10,8 @@
 - Epoch -1 closes the session (SHARE_SESSION_NOT_FOUND without one): the request's acknowledgements are applied,
   then the member's acquired records on the session's partitions are released.
 - ShareAcknowledge may not open a session (epoch 0: INVALID_SHARE_SESSION_EPOCH); otherwise the same epoch rules.
-- A session ends with the connection that opened it (Kafka's ConnectionDisconnectListener), and when its member
-  leaves the group: its acquired records are released then too.
+- A session also ends with the connection that opened it (Kafka's ConnectionDisconnectListener): the member's
+  acquired records on its partitions are released then too.
 """
 from __future__ import annotations
 

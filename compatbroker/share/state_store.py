@@ -309,9 +309,6 @@ class ShareStateStore:
     async def stop(self) -> None:
         await self.ownership.stop()
 
-    def keys_of_group(self, group_id: str) -> list[StateKey]:
-        return [key for key in self._states if key[0] == group_id]
-
 
 def _replay_partition(partition_log, end: int, states: dict, latest: dict) -> None:
     """Read one partition below `end` into `states` (runs in an executor; changes nothing else)."""

@@ -4,6 +4,7 @@ OffsetDelete's subscribed topics, ListGroups' types and states, DescribeGroups' 
 classic, and DeleteGroups of every type (Kafka 4.2's rules)."""
 from __future__ import annotations
 
+import asyncio
 import functools
 import uuid
 
@@ -187,6 +188,24 @@ async def test_offset_delete_spares_the_topics_a_consumer_group_subscribes_to(br
     assert await offset_delete(broker, "cg", "t", "u") == (E.NONE, {"t": E.GROUP_SUBSCRIBED_TO_TOPIC, "u": E.NONE})
     _, found = await fetch(broker, member="m-1", epoch=joined.member_epoch, topics=(("t", [0]), ("u", [0])))
     assert found == {("t", 0): (5, E.NONE), ("u", 0): (-1, E.NONE)}
+
+
+@coordinated
+async def test_an_empty_consumer_group_goes_with_its_last_offset(broker):
+    """Kafka's cleanup pass: an Empty consumer group left without committed offsets is removed, with its
+    tombstones."""
+    joined = await join_consumer(broker)
+    assert await commit(broker, 9, member="m-1", epoch=joined.member_epoch, topic="u") == E.NONE
+    await leave_consumer(broker)
+    assert (await list_groups(broker))["cg"][1] == "Empty"
+    assert await offset_delete(broker, "cg", "u") == (E.NONE, {"u": E.NONE})
+    coordinator = coordinator_of(broker)
+    await coordinator.offsets.expire_offsets()  # the periodic cleanup pass (offsets.retention.check.interval.ms)
+    for _ in range(1000):  # removed by a task of its own, under the group's lock
+        if coordinator.group("cg") is None:
+            break
+        await asyncio.sleep(0.01)
+    assert coordinator.group("cg") is None and "cg" not in await list_groups(broker)
 
 
 @coordinated

@@ -12,7 +12,7 @@ from tests.async_tests import async_test
 from tests.coordinator.consumer_group_support import (SIX, Consumer, beat_args, manager_of, make_broker, ok, settle,
                                                       started, until)
 
-SESSION_MS = 300
+SESSION_MS = 1_000  # ample for heartbeats every 50 ms on a loaded machine
 FAST = {"group.consumer.min.session.timeout.ms": "100", "group.consumer.session.timeout.ms": str(SESSION_MS),
         "group.consumer.min.heartbeat.interval.ms": "10", "group.consumer.heartbeat.interval.ms": "50"}
 

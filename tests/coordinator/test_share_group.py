@@ -145,9 +145,7 @@ async def test_a_member_joins_and_gets_every_partition_at_once():
     assert partitions(answer.assignment) == {T1: {0, 1, 2, 3}}
     group = groups.groups[GROUP]
     assert (group.state, group.group_epoch, group.assignment_epoch) == (ShareGroupState.STABLE, 1, 1)
-    assert groups.is_member(GROUP, "m1") and not groups.is_member(GROUP, "m2")
-    assert groups.assigned_partitions(GROUP, "m1") == {(T1, p) for p in range(4)}
-    assert groups.assigned_partitions(GROUP, "m2") is None
+    assert set(group.members) == {"m1"} and partitions(group.members["m1"].assigned_partitions) == {T1: {0, 1, 2, 3}}
     written = {gr.parse_typed(*split(key), value).record_type for key, value in groups.coordinator.offsets.batches[0]}
     assert written == {10, 11, 12, 13, 14, 15}
 

@@ -3,6 +3,7 @@ coordinator's rules, the version boundaries (v0's coordinator-made member id, v1
 authorization (GROUP READ, TOPIC DESCRIBE of named topics and of regex results) and the success path."""
 from __future__ import annotations
 
+import logging
 import uuid
 
 import pytest
@@ -76,6 +77,18 @@ async def test_malformed_requests_are_invalid_with_kafkas_message(broker, reques
     await ready(broker)
     response = await answer(broker, request_, 0)
     assert (response.error_code, response.error_message) == (ErrorCode.INVALID_REQUEST, message)
+
+
+async def test_a_malformed_request_or_regex_gets_one_log_line(broker, caplog):
+    await ready(broker)
+    with caplog.at_level(logging.INFO, logger="compatbroker.coordinator.consumer_group.heartbeat"):
+        assert (await answer(broker, join(rebalance_timeout_ms=-1))).error_code == ErrorCode.INVALID_REQUEST
+        assert (await answer(broker, join("h", topics=None, regex="[a-"))).error_code == \
+            ErrorCode.INVALID_REGULAR_EXPRESSION
+    lines = [r.getMessage() for r in caplog.records if "refused" in r.getMessage() or "invalid" in r.getMessage()]
+    assert len(lines) == 2
+    assert "RebalanceTimeoutMs must be provided in first request." in lines[0]
+    assert "SubscribedTopicRegex `[a-` is not a valid regular expression" in lines[1]
 
 
 async def test_an_assignor_the_broker_does_not_run(broker):

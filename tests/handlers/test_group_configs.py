@@ -162,6 +162,9 @@ async def test_alter_configs_replaces_the_whole_set(broker):
      "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"),
     ({"consumer.session.timeout.ms": "soon"},
      "Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT"),
+    pytest.param({"consumer.session.timeout.ms": "9" * 5000},
+                 f"Invalid value {'9' * 5000} for configuration consumer.session.timeout.ms: Not a number of type INT",
+                 id="more-digits-than-python-int-reads"),
     ({"share.isolation.level": "read_dirty"},
      "Invalid value read_dirty for configuration share.isolation.level: String must be one of: read_committed, "
      "read_uncommitted"),
@@ -171,6 +174,11 @@ async def test_kafkas_checks_answer_invalid_config_and_change_nothing(broker, co
                    await legacy(broker, "g", configs)):
         assert answer == [(ErrorCode.INVALID_CONFIG, message)]
     assert all(source == DEFAULT_CONFIG for _, source in (await values(broker)).values())
+
+
+async def test_leading_zeros_are_read_as_java_reads_them(broker):
+    assert await incremental(broker, setting(consumer_session_timeout_ms="0" * 5000 + "50000")) == [(0, None)]
+    assert (await values(broker))["consumer.session.timeout.ms"] == ("50000", GROUP_CONFIG_SOURCE)
 
 
 async def test_the_session_timeout_must_stay_above_the_heartbeat_interval(broker_factory):
@@ -184,7 +192,8 @@ async def test_the_session_timeout_must_stay_above_the_heartbeat_interval(broker
 @pytest.mark.parametrize("value, valid", [
     ("latest", True), ("EARLIEST", True), ("by_duration:PT1H", True), ("by_duration:P1DT2H3M4.5S", True),
     ("by_duration:PT0S", True), ("by_duration:-PT1H", False), ("by_duration:", False), ("by_duration:PT", False),
-    ("by_duration:1h", False), ("none", False), ("", False)])
+    ("by_duration:1h", False), ("none", False), ("", False),
+    ("by_duration:P106751991167300D", True), ("by_duration:P106751991167301D", False)])  # seconds in a Java long
 async def test_share_auto_offset_reset_takes_kafkas_values(broker, value, valid):
     assert is_share_auto_offset_reset(value) is valid
     (answer,) = await incremental(broker, setting(share_auto_offset_reset=value))

@@ -21,8 +21,9 @@ def share_ack(topic_id, acks, *, epoch, member=MEMBER, renew=False) -> ShareAckn
         group_id=GROUP, member_id=member, share_session_epoch=epoch, is_renew_ack=renew,
         topics=[ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[
             ShareAcknowledgeRequest.AcknowledgePartition(partition_index=p, acknowledgement_batches=[
-                ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=f, last_offset=l, acknowledge_types=list(t))
-                for f, l, t in batches]) for p, batches in acks.items()])])
+                ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=first, last_offset=last,
+                                                             acknowledge_types=list(types))
+                for first, last, types in batches]) for p, batches in acks.items()])])
 
 
 def ack_errors(answer):

@@ -25,8 +25,8 @@ def share_fetch(topic_id, partitions=(0,), *, epoch=0, member=MEMBER, group=GROU
     wanted = sorted(set(partitions) | set(acks))
     topics = [ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[
         ShareFetchRequest.FetchPartition(partition_index=p, acknowledgement_batches=[
-            ShareFetchRequest.AcknowledgementBatch(first_offset=f, last_offset=l, acknowledge_types=list(t))
-            for f, l, t in acks.get(p, [])]) for p in wanted])] if wanted else []
+            ShareFetchRequest.AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=list(types))
+            for first, last, types in acks.get(p, [])]) for p in wanted])] if wanted else []
     return ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
                              min_bytes=min_bytes, max_bytes=max_bytes, max_records=max_records,
                              batch_size=batch_size, share_acquire_mode=mode, is_renew_ack=renew, topics=topics,
@@ -139,11 +139,20 @@ async def test_closing_the_session_releases_acquired_records(broker, topic):
 async def test_long_poll_is_woken_by_an_append(broker, topic):
     await call(broker, 1, share_fetch(topic.topic_id))
     waiting = asyncio.ensure_future(start(broker, 1, share_fetch(topic.topic_id, epoch=1, max_wait_ms=20_000)))
-    await asyncio.sleep(0)
+    await until_waiting(broker)
     assert not waiting.done()
     produce(broker, b"x")
     response = await asyncio.wait_for(waiting, 10)
     assert response.responses[0].partitions[0].acquired_records[0].first_offset == 0
+
+
+async def until_waiting(broker, timeout_s: float = 10.0) -> None:
+    """Until a ShareFetch long poll is registered with the node's manager (it registers before it starts waiting)."""
+    manager = share_partitions_of(broker)
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not manager._waiters:  # noqa: SLF001 - the manager's wake-up registry is what the test waits on
+        assert asyncio.get_running_loop().time() < deadline, "the ShareFetch never started waiting"
+        await asyncio.sleep(0.005)
 
 
 async def test_long_poll_is_woken_by_a_release(broker, topic):
@@ -153,7 +162,7 @@ async def test_long_poll_is_woken_by_a_release(broker, topic):
     await call(broker, 1, share_fetch(topic.topic_id, epoch=1))
     waiting = asyncio.ensure_future(start(broker, 1, share_fetch(topic.topic_id, member="other", epoch=1,
                                                                  max_wait_ms=20_000)))
-    await asyncio.sleep(0)
+    await until_waiting(broker)
     await call(broker, 1, share_fetch(topic.topic_id, epoch=2, acks={0: [(0, 0, [2])]}, max_records=0))
     response = await asyncio.wait_for(waiting, 10)
     assert response.responses[0].partitions[0].acquired_records[0].delivery_count == 2

@@ -16,8 +16,8 @@ such exception.
 
 Schemas without a counterpart (the KIP-848 consumer group and KIP-932 share group APIs kafka-python does not ship,
 the internal-topic records) are only checked to load; the share group APIs start at version 1 as Kafka 4.1+ does
-(version 0 was 4.0's early access). Finally, the set of API keys our request/response schemas define is exactly the list the
-broker is specified to serve.
+(version 0 was 4.0's early access). Finally, the set of API keys our request/response schemas define is exactly the
+list the broker is specified to serve.
 """
 from __future__ import annotations
 

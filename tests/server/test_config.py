@@ -60,6 +60,13 @@ def test_values_are_typed_and_reach_storage():
     ({"listeners": "::1:9092"}, "brackets"),
     ({"advertised.listeners": "OTHER://h:1"}, "OTHER is not one of the listeners"),
     ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "not an address clients can use"),
+    ({"group.consumer.assignors": "range,uniform,range"}, "values must not be duplicated"),
+    ({"group.share.delivery.count.limit": "11"}, "group.share.delivery.count.limit=11 is above the maximum 10"),
+    ({"group.share.record.lock.duration.ms": "2000"},
+     "group.share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms"),
+    ({"group.consumer.min.session.timeout.ms": "6000", "group.consumer.session.timeout.ms": "6000",
+      "group.consumer.heartbeat.interval.ms": "6000"},
+     "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
 ])
 def test_bad_settings_are_clear_errors(properties, message):
     with pytest.raises(ConfigError) as error:
@@ -180,3 +187,11 @@ def test_an_unknown_replica_selector_class_is_refused_as_kafka_refuses_to_load_i
         BrokerConfig({"replica.selector.class": "com.example.Nearest"})
     rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
     assert BrokerConfig({"replica.selector.class": rack_aware}).replica_selector_class == rack_aware
+
+
+def test_group_settings_defaults_are_the_broker_configs():
+    from compatbroker.coordinator.settings import ConsumerGroupSettings, ShareGroupSettings
+
+    config = BrokerConfig({})
+    assert ConsumerGroupSettings.from_config(config) == ConsumerGroupSettings()
+    assert ShareGroupSettings.from_config(config) == ShareGroupSettings()

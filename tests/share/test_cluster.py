@@ -87,3 +87,20 @@ async def test_a_new_leader_of_the_state_partition_replays_it(tmp_path):
         acked = await call(leader, 1, share_fetch(topic.topic_id, epoch=3, acks={0: [(1, 1, [1])]}, max_records=0))
         assert partitions_of(acked)[(topic.topic_id, 0)].acknowledge_error_code == ErrorCode.NONE
         assert (await new_store.read(key)).start_offset == 2
+
+
+async def test_a_node_no_longer_leading_acquires_nothing(tmp_path):
+    """A long poll that began on the leader acquires again after its wait: by then another node may lead."""
+    async with serving_cluster(tmp_path) as cluster:
+        create_topic(cluster, replicas=(1, 0, 2))
+        topic = cluster.nodes[0].topic("t")
+        old_leader = cluster.nodes[1]
+        await call(old_leader, 1, share_fetch(topic.topic_id))
+        cluster.move_leader("t", 0, 0)
+        await until(lambda: cluster.metadata.partition("t", 0).leader == 0, "node 0 leads t-0")
+        produce(cluster, b"a")
+        await in_sync(cluster)
+        manager = share_partitions_of(old_leader)
+        result = await manager.acquire(GROUP, "member", topic, 0, manager.limits(GROUP), max_bytes=1_000_000,
+                                       max_records=500, batch_size=500, strict=False, first=True)
+        assert (result.error_code, result.acquired) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, [])

@@ -226,3 +226,9 @@ def test_a_batch_spanning_a_huge_offset_range_does_not_grow_the_window_without_b
     sp = partition()
     result = acquire(sp, batches=[(0, 1_000_000)], max_records=10, locks=100)  # e.g. a compacted batch
     assert result.ranges == [AcquiredRange(0, 109, 1)] and sp.next_offset == 110
+
+
+def test_a_huge_max_records_does_not_lift_the_bound_on_the_window():
+    sp = partition()  # MaxRecords is the client's: the window stays within twice the in-flight limit
+    result = acquire(sp, batches=[(0, 1_000_000)], max_records=2**31 - 1, locks=100)
+    assert result.ranges == [AcquiredRange(0, 199, 1)] and sp.next_offset == 200

@@ -79,3 +79,19 @@ async def test_records_every_key_has_superseded_are_pruned_and_replay_still_find
         assert (await reloaded.read(other)).start_offset == 100
     finally:
         again.logs.shutdown()
+
+
+async def test_a_node_stops_its_state_store_even_without_share_partitions_of_its_own(tmp_path):
+    from compatbroker.share import state_store
+
+    from ..handlers.helpers import make_broker
+    broker = make_broker(tmp_path / "d")  # in a cluster another node's share partitions make this node's store
+    store = state_store.state_store_of(broker)
+    stopped = []
+
+    async def stop():
+        stopped.append(True)
+    store.ownership.stop = stop
+    assert broker.share_partitions is None
+    await broker.shutdown()
+    assert stopped == [True]

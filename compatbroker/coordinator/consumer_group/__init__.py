@@ -26,8 +26,10 @@ import logging
 from collections.abc import Iterable
 
 from ...protocol.error_codes import ErrorCode
+from ..group_config import group_config
 from ..membership import Timers, write_error
 from . import migration, records
+from .classic_members import ClassicMembers
 from .heartbeat import (Changes, Context, HeartbeatAnswer, HeartbeatArgs, HeartbeatError, Plan, TopicsView,
                         plan_fence, plan_heartbeat, plan_leave, validate)
 from .model import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, Assignment, ClassicMemberMetadata,
@@ -63,7 +65,7 @@ class ConsumerGroups:
         self._tasks: set[asyncio.Task] = set()
         self._topic_names: frozenset[str] | None = None
         self._topic_names_version = 0
-        self.classic_members = None   # classic_members.ClassicMembers, made by classic_members_of() on first use
+        self.classic_members = ClassicMembers(self)   # JoinGroup & co. of classic-protocol members
 
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------------
 
@@ -82,7 +84,7 @@ class ConsumerGroups:
                 plan = self._plan(args)
             except HeartbeatError as exc:
                 return HeartbeatAnswer(exc.error, exc.message)
-            error = await self._write_changes(args.group_id, plan.changes)
+            error = await self.write(args.group_id, plan.changes)
             if error is not ErrorCode.NONE:
                 return HeartbeatAnswer(error)
             self._after(args, plan)
@@ -198,9 +200,6 @@ class ConsumerGroups:
 
     async def write(self, group_id: str, changes: Changes) -> ErrorCode:
         """Write the records in one batch and apply them once durable; the error a failed write is answered with."""
-        return await self._write_changes(group_id, changes)
-
-    async def _write_changes(self, group_id: str, changes: Changes) -> ErrorCode:
         if changes.records:
             try:
                 await self.coordinator.offsets.store_records(group_id, changes.records)
@@ -241,7 +240,7 @@ class ConsumerGroups:
                 return
             log.info("group %s: member %s fenced from the group because %s", group_id, member_id, reason)
             self.cancel_timers(group_id, member_id)
-            error = await self._write_changes(group_id, self.fence_changes(group, [member]))
+            error = await self.write(group_id, self.fence_changes(group, [member]))
             if error is not ErrorCode.NONE:  # still a member: try again after another session
                 self.schedule_session_timeout(group_id, member_id)
 
@@ -251,13 +250,9 @@ class ConsumerGroups:
         task.add_done_callback(self._tasks.discard)
 
     def _group_config(self, group_id: str):
-        from ..group_config import group_config
         return group_config(self.host, group_id)
 
-    # --- reading ----------------------------------------------------------------------------------------------------
-
-    def describe(self, group_id: str) -> ConsumerGroup | None:
-        return self.groups.get(group_id)
+    # --- offset commits and fetches of members ----------------------------------------------------------------------
 
     def validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int, *,
                                group_instance_id: str | None = None, api_version: int | None = None,
@@ -334,8 +329,7 @@ class ConsumerGroups:
 
     async def stop(self) -> None:
         self.timers.cancel_all()
-        if self.classic_members is not None:  # classic_members.py, once a classic member came
-            await self.classic_members.stop()
+        await self.classic_members.stop()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()

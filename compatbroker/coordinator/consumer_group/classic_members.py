@@ -43,9 +43,9 @@ from ..group import CONSUMER_PROTOCOL_TYPE, JoinResult, SyncResult
 from ..membership import JoinArgs, LeavingMember, SyncArgs
 from . import consumer_protocol, migration, records
 from .consumer_protocol import MalformedProtocol
-from .heartbeat import (Changes, Context, HeartbeatError, compute_target_assignment, new_member_id,
-                        replace_member_changes)
-from .model import EMPTY_ASSIGNMENT, ConsumerGroup, ConsumerMember, MemberState
+from .heartbeat import (Changes, Context, HeartbeatError, member_target, members_after, new_member_id,
+                        next_group_epoch, replace_member_changes)
+from .model import ConsumerGroup, ConsumerMember, MemberState, subscribed_topics
 from .reconciliation import FencedMember, reconcile
 
 __all__ = ["ClassicMembers", "heartbeat", "join_group", "leave_group", "supports_classic_protocols", "sync_group"]
@@ -58,9 +58,9 @@ log = logging.getLogger(__name__)
 async def join_group(coordinator, args: JoinArgs) -> JoinResult:
     """A JoinGroup for any group id (the handler has validated the request and the coordinator)."""
     manager = coordinator.consumer_groups
-    group = manager.groups.get(args.group_id) if manager is not None else None
+    group = manager.groups.get(args.group_id)
     if group is not None and not group.is_empty():
-        return await classic_members_of(manager).join(group, args)
+        return await manager.classic_members.join(group, args)
     if _is_share_group(coordinator, args.group_id):
         return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     if group is not None and args.member_id == "":
@@ -73,11 +73,11 @@ async def join_group(coordinator, args: JoinArgs) -> JoinResult:
 async def sync_group(coordinator, args: SyncArgs) -> SyncResult:
     """A SyncGroup for any group id."""
     manager = coordinator.consumer_groups
-    group = manager.groups.get(args.group_id) if manager is not None else None
+    group = manager.groups.get(args.group_id)
     if group is not None:
         if group.is_empty():
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
-        return await classic_members_of(manager).sync(group, args)
+        return await manager.classic_members.sync(group, args)
     if _is_share_group(coordinator, args.group_id):
         return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
     return await coordinator.membership.sync(args)
@@ -87,9 +87,9 @@ def heartbeat(coordinator, group_id: str, member_id: str, group_instance_id: str
               generation_id: int) -> ErrorCode:
     """A Heartbeat for any group id."""
     manager = coordinator.consumer_groups
-    group = manager.groups.get(group_id) if manager is not None else None
+    group = manager.groups.get(group_id)
     if group is not None:
-        return classic_members_of(manager).heartbeat(group, member_id, group_instance_id, generation_id)
+        return manager.classic_members.heartbeat(group, member_id, group_instance_id, generation_id)
     if _is_share_group(coordinator, group_id):
         return ErrorCode.UNKNOWN_MEMBER_ID
     return coordinator.membership.heartbeat(group_id, member_id, group_instance_id, generation_id)
@@ -99,9 +99,9 @@ async def leave_group(coordinator, group_id: str,
                       leaving: list[LeavingMember]) -> tuple[ErrorCode, list[LeavingMember]]:
     """A LeaveGroup for any group id: the top-level error and each member's outcome."""
     manager = coordinator.consumer_groups
-    group = manager.groups.get(group_id) if manager is not None else None
+    group = manager.groups.get(group_id)
     if group is not None:
-        return await classic_members_of(manager).leave(group, leaving)
+        return await manager.classic_members.leave(group, leaving)
     if _is_share_group(coordinator, group_id):
         return ErrorCode.NONE, [_with_error(m, ErrorCode.UNKNOWN_MEMBER_ID) for m in leaving]
     return coordinator.membership.leave(group_id, leaving)
@@ -109,14 +109,6 @@ async def leave_group(coordinator, group_id: str,
 
 def _is_share_group(coordinator, group_id: str) -> bool:
     return group_id in coordinator.share_groups.groups
-
-
-def classic_members_of(manager) -> ClassicMembers:
-    """The manager's server of classic members, made on first use."""
-    served = getattr(manager, "classic_members", None)
-    if served is None:
-        served = manager.classic_members = ClassicMembers(manager)
-    return served
 
 
 # --- the rules ------------------------------------------------------------------------------------------------------
@@ -254,7 +246,7 @@ class ClassicMembers:
             client_host=args.client_host,
             classic=migration.classic_metadata(args.session_timeout_ms, args.protocols))
         ctx = self.manager.context(group)
-        owned = consumer_protocol.partitions_by_id(subscription.owned_partitions, _topic_id_of(ctx))
+        owned = consumer_protocol.partitions_by_id(subscription.owned_partitions, ctx.topics.topic_id)
         if existing_static is not None:
             conversion = self._maybe_downgrade(group, existing_static, member, updated)
             if conversion is not None:
@@ -305,31 +297,14 @@ class ClassicMembers:
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
         if updated != member:
             changes.add([records.member_metadata_record(group_id, updated)])
-        members = dict(group.members)
-        if replaced is not None:
-            members.pop(replaced.member_id, None)
-        members[updated.member_id] = updated
-        subscribed = set()
-        for each in members.values():
-            subscribed |= group.member_subscribed_topics(each)
-        metadata_hash = ctx.topics.metadata_hash(subscribed)
-        bump = names_changed or metadata_hash != group.metadata_hash
-        group_epoch = group.group_epoch + 1 if bump else group.group_epoch
-        if bump:
-            changes.add([records.group_epoch_record(group_id, group_epoch, metadata_hash)],
-                        lambda: group.set_group_epoch(group_epoch, metadata_hash))
-            log.info("group %s: epoch bumped to %d", group_id, group_epoch)
-        if group_epoch > group.assignment_epoch:
-            try:
-                targets = compute_target_assignment(ctx, group, group_epoch, members, group.resolved_regexes,
-                                                    subscribed, replaced, changes)
-            except HeartbeatError as exc:
-                raise _Refused(exc.error, exc.message or "") from None
-            target_epoch, target = group_epoch, targets.get(updated.member_id, EMPTY_ASSIGNMENT)
-        else:
-            target_epoch = group.assignment_epoch
-            target = group.target_assignment.get(updated.member_id) or group.target_assignment_of(
-                replaced.member_id if replaced is not None else updated.member_id)
+        members = members_after(group, updated, replaced)
+        subscribed = subscribed_topics(members.values(), group.resolved_regexes)
+        group_epoch = next_group_epoch(ctx, subscribed, names_changed, changes)
+        try:
+            target_epoch, target = member_target(ctx, group_epoch, members, group.resolved_regexes, subscribed,
+                                                 updated.member_id, replaced, changes)
+        except HeartbeatError as exc:
+            raise _Refused(exc.error, exc.message or "") from None
         try:
             reconciled = reconcile(updated, target_epoch=target_epoch, target=target,
                                    partition_epoch=group.current_partition_epoch, owned=owned,
@@ -370,14 +345,8 @@ class ClassicMembers:
         return SyncResult(ErrorCode.NONE, args.protocol_type, args.protocol_name, assignment)
 
     def _assignment_bytes(self, member: ConsumerMember) -> bytes:
-        topic_by_id = self.manager.coordinator.broker.topic_by_id
-        by_name = {}
-        for topic_id, partitions in member.assigned_partitions.items():
-            topic = topic_by_id(topic_id)
-            if topic is not None:
-                by_name[topic.name] = partitions
-        version = consumer_protocol.metadata_version(member.classic.supported_protocols[0].metadata)
-        return consumer_protocol.assignment_bytes(by_name, version)
+        return migration.classic_assignment(self.manager, member.assigned_partitions,
+                                            member.classic.supported_protocols[0].metadata)
 
     # --- Heartbeat ----------------------------------------------------------------------------------------------
 
@@ -503,15 +472,6 @@ class ClassicMembers:
         if not member.use_classic_protocol:
             raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
         return member
-
-
-def _topic_id_of(ctx: Context):
-    by_name = ctx.topics.by_name
-
-    def topic_id_of(name: str):
-        entry = by_name.get(name)
-        return None if entry is None else entry[0]
-    return topic_id_of
 
 
 def _with_error(leaving: LeavingMember, error: ErrorCode) -> LeavingMember:

@@ -38,7 +38,7 @@ from . import records
 from .assignors import MemberSpec, UnknownAssignor, assign
 from .model import (EMPTY_ASSIGNMENT, JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH,
                     LEAVE_GROUP_STATIC_MEMBER_EPOCH, Assignment, ConsumerGroup, ConsumerMember, ResolvedRegex,
-                    assignment_of)
+                    assignment_of, member_topics, preferred_server_assignor, subscribed_topics)
 from .reconciliation import FencedMember, reconcile
 from .subscriptions import InvalidRegex, compile_regex, resolve
 
@@ -73,12 +73,18 @@ class HeartbeatArgs:
 
 @dataclass
 class HeartbeatAnswer:
+    """The answer to a ConsumerGroupHeartbeat or a ShareGroupHeartbeat (share groups use it too)."""
+
     error: ErrorCode = ErrorCode.NONE
     message: str | None = None
     member_id: str | None = None
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None   # None: nothing new to tell the member
+
+    @classmethod
+    def refused(cls, error: ErrorCode, message: str | None = None) -> HeartbeatAnswer:
+        return cls(error=error, message=message)
 
 
 class HeartbeatError(Exception):
@@ -118,6 +124,8 @@ def validate(args: HeartbeatArgs, assignors: tuple[str, ...]) -> HeartbeatAnswer
     try:
         _check_request(args, assignors)
     except HeartbeatError as exc:
+        log.info("group %s: ConsumerGroupHeartbeat of member %s refused with %s: %s", args.group_id,
+                 args.member_id, exc.error.name, exc.message)
         return HeartbeatAnswer(exc.error, exc.message)
     return None
 
@@ -175,6 +183,10 @@ class TopicsView:
     @classmethod
     def of(cls, host) -> TopicsView:
         return cls({name: (topic.topic_id, topic.partitions) for name, topic in host.topics().items()})
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        entry = self.by_name.get(name)
+        return None if entry is None else entry[0]
 
     def ids_of(self, names: Iterable[str]) -> frozenset[uuid.UUID]:
         return frozenset(self.by_name[name][0] for name in names if name in self.by_name)
@@ -238,29 +250,24 @@ def plan_heartbeat(ctx: Context, args: HeartbeatArgs) -> Plan:
     updated = _with_request(member, args)
     if updated != member:
         changes.add([records.member_metadata_record(group.group_id, updated)])
-    members = _members_after(group, updated, replaced)
+    members = members_after(group, updated, replaced)
     regexes = RegexUpdate(ctx, group, member, updated, members, args.authorized_topic)
     regex_changed, regex_bump = regexes.plan(changes)
     names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-    subscribed = _subscribed_topics(members, regexes.resolved)
-    group_epoch = _next_group_epoch(ctx, subscribed, names_changed or regex_bump, changes)
+    subscribed = subscribed_topics(members.values(), regexes.resolved)
+    new_group = group.group_epoch == 0  # a new group moves away from epoch 0 at once
+    group_epoch = next_group_epoch(ctx, subscribed, new_group or names_changed or regex_bump, changes)
 
     # 2. The target assignment.
-    if group_epoch > group.assignment_epoch:
-        targets = compute_target_assignment(ctx, group, group_epoch, members, regexes.resolved, subscribed,
-                                            replaced, changes)
-        target_epoch, target = group_epoch, targets.get(updated.member_id, EMPTY_ASSIGNMENT)
-    else:
-        target_epoch = group.assignment_epoch
-        target = group.target_assignment.get(updated.member_id) or \
-            group.target_assignment_of(replaced.member_id if replaced is not None else updated.member_id)
+    target_epoch, target = member_target(ctx, group_epoch, members, regexes.resolved, subscribed,
+                                         updated.member_id, replaced, changes)
 
     # 3. Reconciliation.
     subscription_changed = names_changed or regex_changed
     reconciled = updated
     if subscription_changed or not updated.is_reconciled_to(target_epoch):
         reconciled = _reconcile(ctx, updated, target_epoch, target, args.owned_partitions,
-                                _member_topics(updated, regexes.resolved), subscription_changed)
+                                member_topics(updated, regexes.resolved), subscription_changed)
     if reconciled != updated or replaced is not None:
         changes.add([records.current_assignment_record(group.group_id, reconciled)])
     if reconciled != member or replaced is not None:
@@ -284,12 +291,12 @@ def _with_request(member: ConsumerMember, args: HeartbeatArgs) -> ConsumerMember
         client_id=args.client_id, client_host=args.client_host, classic=None)
 
 
-def _next_group_epoch(ctx: Context, subscribed: set[str], subscription_moved: bool, changes: Changes) -> int:
-    """The group epoch moves when the group is new, a subscription moved, or the subscribed topics' metadata
-    changed (their hash differs)."""
+def next_group_epoch(ctx: Context, subscribed: set[str], bump: bool, changes: Changes) -> int:
+    """The group epoch after step 1: one more when `bump` (a subscription moved) or when the subscribed topics'
+    metadata changed (their hash differs)."""
     group = ctx.group
     metadata_hash = ctx.topics.metadata_hash(subscribed)
-    if group.group_epoch != 0 and not subscription_moved and metadata_hash == group.metadata_hash:
+    if not bump and metadata_hash == group.metadata_hash:
         return group.group_epoch
     epoch = group.group_epoch + 1
     changes.add([records.group_epoch_record(group.group_id, epoch, metadata_hash)],
@@ -390,26 +397,13 @@ def _is_subset(owned: Assignment | None, assigned: Assignment) -> bool:
     return all(partitions <= assigned.get(topic_id, frozenset()) for topic_id, partitions in owned.items())
 
 
-def _members_after(group: ConsumerGroup, updated: ConsumerMember,
+def members_after(group: ConsumerGroup, updated: ConsumerMember,
                    replaced: ConsumerMember | None) -> dict[str, ConsumerMember]:
     members = dict(group.members)
     if replaced is not None:
         members.pop(replaced.member_id, None)
     members[updated.member_id] = updated
     return members
-
-
-def _member_topics(member: ConsumerMember, resolved: dict[str, ResolvedRegex]) -> frozenset[str]:
-    regex = member.subscribed_topic_regex
-    matched = resolved.get(regex) if regex else None
-    return member.subscribed_topic_names | matched.topics if matched else member.subscribed_topic_names
-
-
-def _subscribed_topics(members: dict[str, ConsumerMember], resolved: dict[str, ResolvedRegex]) -> set[str]:
-    topics: set[str] = set()
-    for member in members.values():
-        topics |= _member_topics(member, resolved)
-    return topics
 
 
 # --- regexes --------------------------------------------------------------------------------------------------------
@@ -434,6 +428,8 @@ class RegexUpdate:
             try:
                 compile_regex(new)
             except InvalidRegex as exc:
+                log.info("group %s: member %s subscribed with an invalid regex: %s", self.group.group_id,
+                         self.updated.member_id, exc.message)
                 raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION, exc.message) from None
         bump = False
         for gone in [regex for regex in self.resolved if regex not in in_use]:
@@ -470,14 +466,28 @@ class RegexUpdate:
 
 # --- target assignment ------------------------------------------------------------------------------------------------
 
+def member_target(ctx: Context, group_epoch: int, members: dict[str, ConsumerMember],
+                  resolved: dict[str, ResolvedRegex], subscribed: set[str], member_id: str,
+                  replaced: ConsumerMember | None, changes: Changes) -> tuple[int, Assignment]:
+    """Step 2 for one member: its target assignment and that assignment's epoch, computed anew when the group epoch
+    is ahead of the assignment epoch (a static member taking another's place inherits that one's target)."""
+    group = ctx.group
+    if group_epoch > group.assignment_epoch:
+        targets = compute_target_assignment(ctx, group, group_epoch, members, resolved, subscribed, replaced,
+                                            changes)
+        return group_epoch, targets.get(member_id, EMPTY_ASSIGNMENT)
+    target = group.target_assignment.get(member_id) or \
+        group.target_assignment_of(replaced.member_id if replaced is not None else member_id)
+    return group.assignment_epoch, target
+
+
 def compute_target_assignment(ctx: Context, group: ConsumerGroup, group_epoch: int,
                               members: dict[str, ConsumerMember], resolved: dict[str, ResolvedRegex],
                               subscribed: set[str], replaced: ConsumerMember | None,
                               changes: Changes) -> dict[str, Assignment]:
     """Kafka's TargetAssignmentBuilder: run the preferred server assignor over `members` and write the targets
     that changed plus the new assignment epoch."""
-    counts = Counter(m.server_assignor for m in members.values() if m.server_assignor)
-    preferred = counts.most_common(1)[0][0] if counts else None
+    preferred = preferred_server_assignor(members.values())
     name = preferred if preferred in ctx.assignors else ctx.assignors[0]
     specs = {}
     for member_id, member in members.items():
@@ -485,7 +495,7 @@ def compute_target_assignment(ctx: Context, group: ConsumerGroup, group_epoch: i
         if current is None and replaced is not None and member.instance_id == replaced.instance_id:
             current = group.target_assignment.get(replaced.member_id)
         specs[member_id] = MemberSpec(member_id, member.instance_id, member.rack_id,
-                                      ctx.topics.ids_of(_member_topics(member, resolved)),
+                                      ctx.topics.ids_of(member_topics(member, resolved)),
                                       dict(current or EMPTY_ASSIGNMENT))
     try:
         computed = assign(name, specs, ctx.topics.partitions_of(subscribed))
@@ -572,7 +582,7 @@ def plan_fence(ctx: Context, members: list[ConsumerMember]) -> Changes:
         del resolved[regex]
         changes.add([records.regex_tombstone(group.group_id, regex)],
                     lambda regex=regex: group.set_resolved_regex(regex, None))
-    metadata_hash = ctx.topics.metadata_hash(_subscribed_topics(remaining, resolved))
+    metadata_hash = ctx.topics.metadata_hash(subscribed_topics(remaining.values(), resolved))
     group_epoch = group.group_epoch + 1
     changes.add([records.group_epoch_record(group.group_id, group_epoch, metadata_hash)],
                 lambda: group.set_group_epoch(group_epoch, metadata_hash))

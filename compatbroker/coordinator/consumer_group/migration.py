@@ -46,7 +46,8 @@ from .consumer_protocol import MalformedProtocol
 from .heartbeat import Changes, TopicsView
 from .model import ClassicMemberMetadata, ClassicProtocol, ConsumerGroup, ConsumerMember, MemberState
 
-__all__ = ["Conversion", "MigrationRefused", "downgrade", "downgrade_for_replacement", "upgrade"]
+__all__ = ["Conversion", "MigrationRefused", "classic_assignment", "downgrade", "downgrade_for_replacement",
+           "upgrade"]
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def _consumer_group_from_classic(manager, classic: Group) -> ConsumerGroup:
 
 
 def _consumer_member(manager, classic: Group, member: Member) -> ConsumerMember:
-    topic_id_of = _topic_ids(manager)
+    topic_id_of = TopicsView.of(manager.coordinator.broker).topic_id
     assigned = {}
     if member.assignment:
         assignment = consumer_protocol.parse_assignment(member.assignment)
@@ -249,7 +250,7 @@ def _classic_group_from_consumer(manager, group: ConsumerGroup, members: list[Co
         classic.refresh_subscribed_topics()
         for member in classic.members.values():
             target_of = (assignment_of or {}).get(member.member_id, member.member_id)
-            member.assignment = _classic_assignment(manager, group.target_assignment_of(target_of),
+            member.assignment = classic_assignment(manager, group.target_assignment_of(target_of),
                                                     member.metadata(classic.protocol_name))
     except (ValueError, KeyError) as exc:  # no common protocol, or a version that cannot be read
         log.warning("group %s: cannot downgrade the consumer group to a classic group: %s", group.group_id, exc)
@@ -257,7 +258,9 @@ def _classic_group_from_consumer(manager, group: ConsumerGroup, members: list[Co
     return classic
 
 
-def _classic_assignment(manager, target, metadata: bytes) -> bytes:
+def classic_assignment(manager, target, metadata: bytes) -> bytes:
+    """A consumer group's assignment as a classic member reads it: ConsumerProtocolAssignment bytes by topic name,
+    in the version of the member's subscription `metadata` (topics no longer in the cluster left out)."""
     topic_by_id = manager.coordinator.broker.topic_by_id
     by_name = {}
     for topic_id, partitions in target.items():
@@ -283,15 +286,6 @@ def _downgrade_conversion(manager, group: ConsumerGroup, classic: Group, rebalan
 
 def _new_consumer_group(manager, group_id: str) -> ConsumerGroup:
     return ConsumerGroup(group_id, now_ms=manager.coordinator.broker.now_ms)
-
-
-def _topic_ids(manager) -> Callable[[str], object]:
-    topics = manager.coordinator.broker.topics()
-
-    def topic_id_of(name: str):
-        topic = topics.get(name)
-        return None if topic is None else topic.topic_id
-    return topic_id_of
 
 
 def _metadata_hash(manager, topics: set[str]) -> int:

@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 __all__ = ["Assignment", "ClassicMemberMetadata", "ClassicProtocol", "ConsumerGroup", "ConsumerGroupState",
            "ConsumerMember", "EMPTY_ASSIGNMENT", "GROUP_TYPE", "LEAVE_GROUP_MEMBER_EPOCH",
-           "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "MemberState", "PROTOCOL_TYPE", "ResolvedRegex", "assignment_of"]
+           "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "MemberState", "PROTOCOL_TYPE", "ResolvedRegex", "assignment_of",
+           "member_topics", "preferred_server_assignor", "subscribed_topics"]
 
 GROUP_TYPE = "consumer"
 PROTOCOL_TYPE = "consumer"
@@ -124,10 +125,6 @@ class ConsumerMember:
     classic: ClassicMemberMetadata | None = None   # set for members that speak the classic protocol
 
     __hash__ = None  # the assignments are dicts: members are compared, never hashed
-
-    @property
-    def is_static(self) -> bool:
-        return self.instance_id is not None
 
     @property
     def use_classic_protocol(self) -> bool:
@@ -262,27 +259,18 @@ class ConsumerGroup:
         return self._partition_epochs.get(topic_id, {}).get(partition, NO_PARTITION_EPOCH)
 
     def preferred_server_assignor(self) -> str | None:
-        """The server assignor most members asked for (Kafka's preferredServerAssignor); None when none did."""
-        counts = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
-        return counts.most_common(1)[0][0] if counts else None
+        return preferred_server_assignor(self.members.values())
 
     def subscribed_regexes(self) -> Counter:
         """Each subscribed regex and how many members use it."""
         return Counter(m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex)
 
     def member_subscribed_topics(self, member: ConsumerMember) -> frozenset[str]:
-        """The topics a member subscribes to: its names plus what its regex resolved to (an unresolved regex
-        matches nothing yet, as in Kafka)."""
-        regex = member.subscribed_topic_regex
-        resolved = self.resolved_regexes.get(regex) if regex else None
-        return member.subscribed_topic_names | resolved.topics if resolved else member.subscribed_topic_names
+        return member_topics(member, self.resolved_regexes)
 
     def subscribed_topics(self) -> set[str]:
         """Every topic some member subscribes to (the common group view; offset retention reads it)."""
-        topics: set[str] = set()
-        for member in self.members.values():
-            topics |= self.member_subscribed_topics(member)
-        return topics
+        return subscribed_topics(self.members.values(), self.resolved_regexes)
 
     def is_subscribed(self, topic: str) -> bool:
         return any(topic in self.member_subscribed_topics(m) for m in self.members.values())
@@ -313,6 +301,29 @@ class ConsumerGroup:
                         del epochs[partition]
                 if not epochs:
                     del self._partition_epochs[topic_id]
+
+
+# --- subscriptions of a set of members (a heartbeat plans with the members the group will have) --------------------
+
+def preferred_server_assignor(members: Iterable[ConsumerMember]) -> str | None:
+    """The server assignor most members asked for (Kafka's preferredServerAssignor); None when none did."""
+    counts = Counter(m.server_assignor for m in members if m.server_assignor)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def member_topics(member: ConsumerMember, resolved_regexes: Mapping[str, ResolvedRegex]) -> frozenset[str]:
+    """The topics a member subscribes to: its names plus what its regex resolved to (an unresolved regex matches
+    nothing yet, as in Kafka)."""
+    regex = member.subscribed_topic_regex
+    resolved = resolved_regexes.get(regex) if regex else None
+    return member.subscribed_topic_names | resolved.topics if resolved else member.subscribed_topic_names
+
+
+def subscribed_topics(members: Iterable[ConsumerMember], resolved_regexes: Mapping[str, ResolvedRegex]) -> set[str]:
+    topics: set[str] = set()
+    for member in members:
+        topics |= member_topics(member, resolved_regexes)
+    return topics
 
 
 # --- assignment helpers -------------------------------------------------------------------------------------------

@@ -7,10 +7,10 @@ leaves, the `simple` assignor of `assignor.py`) and expires members whose sessio
 ShareGroup* records (`records.py`) written to the group's partition and applied to memory once durable, through
 the same function that replays them at load; heartbeats of one group are handled one at a time.
 
-`is_member` and `assigned_partitions` answer who may read what (Kafka's ShareFetch itself does not check
-membership). A member that leaves or is fenced does not release its acquired records here: as in Kafka 4.2 they
-are released when its share session closes or its connection drops (compatbroker.share), else when their locks
-expire. Deleting a share group (DeleteGroups, through `remove_group`) deletes its share-partition state too.
+ShareFetch does not ask who is a member (Kafka's does not check membership either). A member that leaves or is
+fenced does not release its acquired records here: as in Kafka 4.2 they are released when its share session
+closes or its connection drops (compatbroker.share), else when their locks expire. Deleting a share group
+(DeleteGroups, through `remove_group`) deletes its share-partition state too.
 
 The share-partition state itself lives with each partition's leader (compatbroker.share's
 SharePartitionManager); `read_share_offsets`, `alter_share_offsets` and `delete_share_state` reach it for the
@@ -19,7 +19,6 @@ admin APIs (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupO
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import uuid
 import weakref
@@ -114,19 +113,6 @@ class ShareGroups:
 
     def describe(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
-
-    def is_member(self, group_id: str, member_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and member_id in group.members
-
-    def assigned_partitions(self, group_id: str, member_id: str) -> set[tuple[uuid.UUID, int]] | None:
-        """The (topic id, partition) pairs the member may fetch; None when it is not a member."""
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if member is None:
-            return None
-        return {(topic_id, partition) for topic_id, partitions in member.assigned_partitions.items()
-                for partition in partitions}
 
     def validate_offset_commit(self, group, member_id, generation_or_member_epoch, *, group_instance_id=None,
                                api_version=None, transactional=False) -> ErrorCode:
@@ -277,11 +263,10 @@ def share_state_node(host, topic: str, partition: int):
 
 
 async def call_share_partitions(node, method: str, *args):
-    """Call a SharePartitionManager method of `node` (sync or async). Imported here, not at the top: the share
-    data path sits beside the coordinator and asks it about members."""
+    """Await a SharePartitionManager method of `node`. Imported here, not at the top: the share data path reads
+    the coordinator's group configs, so a top-level import would be circular."""
     from ...share import share_partitions_of
-    result = getattr(share_partitions_of(node), method)(*args)
-    return await result if inspect.isawaitable(result) else result
+    return await getattr(share_partitions_of(node), method)(*args)
 
 
 class ShareOffset(NamedTuple):

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...protocol.error_codes import ErrorCode
+from ..consumer_group.heartbeat import HeartbeatAnswer
 from ..consumer_group.records import metadata_hash as consumer_metadata_hash
 from . import assignor
 from .model import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, MEMBER_STATE_STABLE, Assignment,
@@ -56,20 +57,6 @@ class HeartbeatArgs:
     subscribed_topic_names: tuple[str, ...] | None = None
     client_id: str = ""
     client_host: str = ""
-
-
-@dataclass
-class HeartbeatAnswer:
-    error: ErrorCode = ErrorCode.NONE
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None   # None: nothing new to tell the member
-
-    @classmethod
-    def refused(cls, error: ErrorCode, message: str | None = None) -> HeartbeatAnswer:
-        return cls(error=error, message=message)
 
 
 @dataclass

@@ -22,7 +22,6 @@ import dataclasses
 import enum
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -152,19 +151,6 @@ class ShareGroup:
     def get_or_create_member(self, member_id: str) -> ShareMember:
         """The member, or a blank one with that id (not added)."""
         return self.members.get(member_id) or ShareMember(member_id)
-
-    def target_assignment_of(self, member_id: str) -> Assignment:
-        return self.target_assignment.get(member_id, {})
-
-    def subscribed_topic_counts(self) -> Counter:
-        """Topic name -> how many members subscribe to it (Kafka's subscribedTopicNames)."""
-        counts: Counter = Counter()
-        for member in self.members.values():
-            counts.update(member.subscribed_topic_names)
-        return counts
-
-    def subscribed_topics(self) -> set[str]:
-        return set(self.subscribed_topic_counts())
 
     def is_subscribed(self, topic: str) -> bool:
         return any(topic in member.subscribed_topic_names for member in self.members.values())

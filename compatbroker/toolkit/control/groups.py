@@ -13,6 +13,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from ...share import share_partitions_of
+
 NameOf = Callable[[uuid.UUID], str]
 
 
@@ -25,9 +27,9 @@ def describe(group, topic_name_of: NameOf) -> dict:
         answer.update(epoch=group.generation_id, protocol=group.protocol_name,
                       members=[_classic_member(group, member) for member in group.members.values()])
         return answer
-    answer["epoch"] = getattr(group, "group_epoch", 0)
+    answer["epoch"] = group.group_epoch
     if kind == "consumer":
-        answer["assignment_epoch"] = getattr(group, "assignment_epoch", 0)
+        answer["assignment_epoch"] = group.assignment_epoch
     answer["members"] = [_modern_member(group, member, topic_name_of) for member in group.members.values()]
     return answer
 
@@ -53,24 +55,21 @@ def _classic_assignment(group, data: bytes) -> list[list]:
 
 
 def _modern_member(group, member, topic_name_of: NameOf) -> dict:
-    assigned = getattr(member, "assigned_partitions", None) or getattr(member, "assignment", None) or {}
+    """A consumer group's member (its subscription includes the topics its regex resolved to) or a share group's
+    (which has no instance id)."""
     subscribed = getattr(group, "member_subscribed_topics", None)
-    topics = subscribed(member) if subscribed is not None else getattr(member, "subscribed_topic_names", ())
+    topics = subscribed(member) if subscribed is not None else member.subscribed_topic_names
     return {"member_id": member.member_id, "instance_id": getattr(member, "instance_id", None),
-            "client_id": getattr(member, "client_id", ""), "client_host": getattr(member, "client_host", ""),
-            "member_epoch": getattr(member, "member_epoch", 0), "subscribed_topics": sorted(topics),
-            "assignment": sorted([topic_name_of(topic_id), partition] for topic_id, partitions in assigned.items()
+            "client_id": member.client_id, "client_host": member.client_host,
+            "member_epoch": member.member_epoch, "subscribed_topics": sorted(topics),
+            "assignment": sorted([topic_name_of(topic_id), partition]
+                                 for topic_id, partitions in member.assigned_partitions.items()
                                  for partition in partitions)}
 
 
 async def share_start_offsets(cluster, group) -> list[dict]:
     """The start offsets of a share group's share-partitions (those the group has initialized, read from each
-    partition's leader; partitions without state are left out), by topic name and partition; [] while the share
-    data path is not there."""
-    try:
-        from ...share import share_partitions_of
-    except ImportError:
-        return []
+    partition's leader; partitions without state are left out), by topic name and partition."""
     found = []
     for topic_id, partitions in group.initialized_partitions().items():
         info = cluster.metadata.topic_by_id(topic_id)
@@ -85,9 +84,7 @@ async def share_start_offsets(cluster, group) -> list[dict]:
             node = cluster.nodes.get(leader)
             if node is None:
                 continue
-            answer = share_partitions_of(node).read_offsets(group.group_id, topic_id, wanted)
-            if hasattr(answer, "__await__"):
-                answer = await answer
+            answer = await share_partitions_of(node).read_offsets(group.group_id, topic_id, wanted)
             found += [{"topic": info.name, "partition": partition, "start_offset": entry[0]}
                       for partition, entry in sorted(answer.items()) if entry[0] >= 0]
     return sorted(found, key=lambda entry: (entry["topic"], entry["partition"]))
