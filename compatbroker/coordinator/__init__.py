@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 
 class Coordinator:
-    """The broker's group coordinator: membership plus committed offsets."""
+    """The node's group coordinator: classic, consumer and share groups, and committed offsets."""
 
     def __init__(self, broker: CoordinatorHost, *, settings: GroupSettings | None = None, offset_store_factory=None):
         if offset_store_factory is None:
