@@ -150,6 +150,18 @@ def _parse_assignors(value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _parse_rebalance_protocols(value: Any) -> tuple[str, ...]:
+    """`group.coordinator.rebalance.protocols`: Kafka's group types (`share` is accepted and means nothing: share
+    groups follow the share.version feature, as in Kafka 4.2); `classic` cannot be left out."""
+    protocols = tuple(dict.fromkeys(item.strip().lower() for item in _parse_list(value)))
+    for protocol in protocols:
+        if protocol not in ("consumer", "classic", "share", "streams"):
+            raise ValueError("String must be one of: consumer, classic, share, streams")
+    if "classic" not in protocols:
+        raise ValueError("Disabling the 'classic' protocol is not supported.")
+    return protocols
+
+
 def _parse_migration_policy(value: Any) -> str:
     policy = str(value).strip().lower()
     if policy not in ("disabled", "upgrade", "downgrade", "bidirectional"):
@@ -198,7 +210,7 @@ _SETTINGS = (
     _Setting("group.max.session.timeout.ms", _parse_int, 1_800_000, 0),
     _Setting("group.max.size", _parse_int, 2**31 - 1, 1),
     # KIP-848 consumer groups and KIP-932 share groups (typed views: compatbroker/coordinator/settings.py)
-    _Setting("group.coordinator.rebalance.protocols", _parse_list, ("classic", "consumer", "streams")),
+    _Setting("group.coordinator.rebalance.protocols", _parse_rebalance_protocols, ("classic", "consumer", "streams")),
     _Setting("group.consumer.session.timeout.ms", _parse_int, 45_000, 1),
     _Setting("group.consumer.min.session.timeout.ms", _parse_int, 45_000, 1),
     _Setting("group.consumer.max.session.timeout.ms", _parse_int, 60_000, 1),
@@ -447,6 +459,8 @@ class BrokerConfig:
                     raise ConfigError(f"{prefix}{name} must be less than or equal to {prefix}max.{name}")
             if self._values[f"{prefix}heartbeat.interval.ms"] >= self._values[f"{prefix}session.timeout.ms"]:
                 raise ConfigError(f"{prefix}heartbeat.interval.ms must be less than {prefix}session.timeout.ms")
+        if self._values["group.share.max.share.sessions"] < self._values["group.share.max.size"]:
+            raise ConfigError("group.share.max.share.sessions must be greater than or equal to group.share.max.size")
 
     def _serving_listeners(self) -> tuple[Endpoint, ...]:
         """The listeners clients use: controller listeners are dropped; each has a security protocol."""

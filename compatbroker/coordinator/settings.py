@@ -36,6 +36,7 @@ class ConsumerGroupSettings:
     max_size: int = INT32_MAX
     assignors: tuple[str, ...] = CONSUMER_ASSIGNORS  # the first is the default
     migration_policy: str = "bidirectional"
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer", "streams")
 
     NAMES = {
         "session_timeout_ms": "group.consumer.session.timeout.ms",
@@ -47,11 +48,18 @@ class ConsumerGroupSettings:
         "max_size": "group.consumer.max.size",
         "assignors": "group.consumer.assignors",
         "migration_policy": "group.consumer.migration.policy",
+        "rebalance_protocols": "group.coordinator.rebalance.protocols",
     }
 
     @classmethod
     def from_config(cls, config) -> ConsumerGroupSettings:
         return _read(cls, config)
+
+    @property
+    def enabled(self) -> bool:
+        """The broker serves the consumer protocol (`consumer` in group.coordinator.rebalance.protocols); when it does
+        not, ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION, as Kafka's do."""
+        return "consumer" in self.rebalance_protocols
 
     @property
     def default_assignor(self) -> str:

@@ -4,6 +4,8 @@ Per group, as Kafka's: its state, group epoch, assignment epoch, the server assi
 broker's default, the first of `group.consumer.assignors`) and each member with its epoch, client, subscription,
 current and target assignment (topic ids with names; a topic no longer in the cluster is left out); v1 adds each
 member's type (1: consumer protocol, 0: classic protocol inside a consumer group).
+Every group is answered UNSUPPORTED_VERSION when the broker does not serve the consumer protocol (`consumer` left
+out of group.coordinator.rebalance.protocols).
 Errors per group: GROUP_ID_NOT_FOUND "Group X not found." for an unknown group, "Group X is not a consumer group."
 for a classic or share group; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for one this node does not serve.
 Authorization, as KafkaApis: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED; those groups come first in
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 from ..coordinator import coordinator_of
 from ..coordinator.consumer_group import ConsumerGroup
 from ..protocol.error_codes import ErrorCode
+from ..protocol.error_responses import error_response
 from ..protocol.messages import ConsumerGroupDescribeResponse
 from ..security.acls.types import AclOperation, ResourceType
 
@@ -38,6 +41,8 @@ UNAUTHORIZED_TOPICS = "The group has described topic(s) that the client is not a
 
 async def handle(ctx: RequestContext, request) -> ConsumerGroupDescribeResponse:
     coordinator = coordinator_of(ctx.broker)
+    if not coordinator.consumer_settings.enabled:  # before authorization, as KafkaApis
+        return error_response(API_KEY, ctx.api_version, request, ErrorCode.UNSUPPORTED_VERSION)
     denied, described = [], []
     for group_id in request.group_ids:
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):

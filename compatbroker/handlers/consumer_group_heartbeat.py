@@ -2,6 +2,8 @@
 its subscription and owned partitions, and learns its member epoch and assignment.
 
 Checks in Kafka's order (KafkaApis, then GroupCoordinatorService):
+- UNSUPPORTED_VERSION when the broker does not serve the consumer protocol (`consumer` left out of
+  group.coordinator.rebalance.protocols);
 - READ on the group, else GROUP_AUTHORIZATION_FAILED;
 - DESCRIBE on every topic of `subscribed_topic_names`, else TOPIC_AUTHORIZATION_FAILED (topics a regex matches are
   instead filtered by the member's DESCRIBE permission when the coordinator resolves the regex);
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..coordinator import coordinator_of
 from ..coordinator.consumer_group.heartbeat import HeartbeatArgs, HeartbeatAnswer
 from ..protocol.error_codes import ErrorCode
+from ..protocol.error_responses import error_response
 from ..protocol.messages import ConsumerGroupHeartbeatResponse
 from ..security.acls.types import AclOperation, ResourceType
 from .join_group import client_host
@@ -34,6 +37,8 @@ Response = ConsumerGroupHeartbeatResponse
 
 
 async def handle(ctx: RequestContext, request) -> ConsumerGroupHeartbeatResponse:
+    if not coordinator_of(ctx.broker).consumer_settings.enabled:  # before authorization, as KafkaApis
+        return error_response(API_KEY, ctx.api_version, request, ErrorCode.UNSUPPORTED_VERSION)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return Response(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     names = request.subscribed_topic_names

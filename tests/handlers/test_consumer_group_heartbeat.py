@@ -188,3 +188,16 @@ async def test_a_share_group_of_the_id_is_not_a_consumer_group(broker):
     [described] = await describe(broker, "shared")
     assert (described.error_code, described.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                                "Group shared is not a consumer group.")
+
+
+async def test_a_broker_without_the_consumer_protocol_answers_unsupported_version(broker_factory):
+    """`consumer` left out of group.coordinator.rebalance.protocols: both KIP-848 APIs answer UNSUPPORTED_VERSION,
+    before authorization, as KafkaApis does."""
+    from compatbroker.protocol.messages import ConsumerGroupDescribeRequest
+    broker = broker_factory(**{"group.coordinator.rebalance.protocols": "classic"})
+    await ready(broker)
+    assert (await answer(broker, join())).error_code == ErrorCode.UNSUPPORTED_VERSION
+    described = (await call(broker, 1, ConsumerGroupDescribeRequest(group_ids=["g", "h"]))).decoded
+    assert [(group.group_id, group.error_code) for group in described.groups] == [
+        ("g", ErrorCode.UNSUPPORTED_VERSION), ("h", ErrorCode.UNSUPPORTED_VERSION)]
+    assert coordinator_of(broker).consumer_groups.groups == {}

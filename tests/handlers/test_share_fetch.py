@@ -116,7 +116,7 @@ async def test_session_errors(broker, topic):
 
 
 async def test_session_limit_reached(broker_factory):
-    broker = broker_factory(**{"group.share.max.share.sessions": 1})
+    broker = broker_factory(**{"group.share.max.share.sessions": 1, "group.share.max.size": 1})
     topic = broker.create_topic("t", 1)
     assert (await call(broker, 1, share_fetch(topic.topic_id))).decoded.error_code == ErrorCode.NONE
     answer = await call(broker, 1, share_fetch(topic.topic_id, member="second"))
