@@ -428,33 +428,30 @@ class SharePartitionManager:
 
     async def alter_start_offsets(self, group_id: str, offsets: dict) -> dict:
         """Start each share-partition afresh at the given offset (the group has no members), durably."""
-        errors = {}
+        states = {}
         for (topic_id, partition), offset in offsets.items():
             key = (group_id, topic_id, partition)
             previous = self._partitions.get(key)
-            self._drop(key)
             epoch = previous.state_epoch + 1 if previous is not None else 0
-            state = PersistedState(offset, epoch, -1, ())
-            try:
-                await store_for(self._host, key).write(key, state)
-            except ShareStateError as exc:
-                errors[(topic_id, partition)] = exc.error_code
-            else:
-                errors[(topic_id, partition)] = ErrorCode.NONE
-        return errors
+            states[key] = PersistedState(offset, epoch, -1, ())
+        return await self._replace_states(states)
 
     async def delete_state(self, group_id: str, keys) -> dict:
         """Forget the share-partitions' state (a tombstone), durably."""
+        return await self._replace_states({(group_id, topic_id, partition): None for topic_id, partition in keys})
+
+    async def _replace_states(self, states: dict) -> dict:
+        """Drop each share-partition from memory and write its new persisted state (None: a tombstone), one at a
+        time; {(topic id, partition): error code}."""
         errors = {}
-        for topic_id, partition in keys:
-            key = (group_id, topic_id, partition)
+        for key, state in states.items():
             self._drop(key)
             try:
-                await store_for(self._host, key).write(key, None)
+                await store_for(self._host, key).write(key, state)
             except ShareStateError as exc:
-                errors[(topic_id, partition)] = exc.error_code
+                errors[key[1:]] = exc.error_code
             else:
-                errors[(topic_id, partition)] = ErrorCode.NONE
+                errors[key[1:]] = ErrorCode.NONE
         return errors
 
     # --- life cycle -----------------------------------------------------------------------------------------------
