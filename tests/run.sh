@@ -3,7 +3,8 @@
 # fresh Debian machine). Each step is skipped when its result is already there, so repeated runs start at once.
 #   system packages: kcat and strace (tests/compat), node, npm and a compiler (kafkajs), python3-venv,
 #                    golang-go and Debian's sarama source (the Go client of tests/compat, built at test time),
-#                    a Java 17 runtime (PySpark, spark_tests/)
+#                    a Java 17 runtime (PySpark, spark_tests/), chromium, its driver and a font (the web
+#                    console's browser tests, tests/console/)
 #   node packages:   kafkajs and its codecs, in $COMPATBROKER_NODE_DIR (outside the checkout)
 #   python packages: the project with its test extra, in $COMPATBROKER_VENV (outside the checkout)
 set -euo pipefail
@@ -29,6 +30,8 @@ command -v go >/dev/null || missing+=(golang-go)
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || missing+=(golang-github-shopify-sarama-dev)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+command -v chromium >/dev/null || missing+=(chromium fonts-dejavu-core)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
 # kafkajs-lz4's lz4 module compiles a native addon when installed (node-gyp: make, g++)
 { command -v make >/dev/null && command -v g++ >/dev/null; } || missing+=(build-essential)
 [ "${#missing[@]}" -eq 0 ] || apt_install "${missing[@]}"
