@@ -18,6 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ..storage.checkpoints import write_atomically
+from ..storage.config_sets import ConfigSets
 
 NO_LEADER = -1
 METADATA_FILE = "cluster-metadata.json"
@@ -160,47 +161,13 @@ class ClusterMetadata:
         return metadata
 
 
-class GroupConfigs:
+class GroupConfigs(ConfigSets):
     """The GROUP config overrides of every group: group id -> {config name: value text}. Values are checked by
     the caller (`compatbroker.coordinator.group_config.validate`); this only keeps and persists them."""
 
-    def __init__(self, directory: str | None = None):
-        self._path = None if directory is None else os.path.join(directory, GROUP_CONFIGS_FILE)
-        self._configs: dict[str, dict[str, str]] = {}
-
-    def get(self, group_id: str) -> dict[str, str]:
-        return dict(self._configs.get(group_id, {}))
+    FILE_NAME = GROUP_CONFIGS_FILE
+    KEY = "groups"
+    WHAT = "group configs"
 
     def groups(self) -> list[str]:
-        return sorted(self._configs)
-
-    def set(self, group_id: str, overrides: dict[str, str]) -> None:
-        """Make `overrides` the group's whole override set (empty: none) and save; OSError when the disk refuses
-        (nothing changes then)."""
-        changed = dict(self._configs)
-        if overrides:
-            changed[group_id] = dict(overrides)
-        else:
-            changed.pop(group_id, None)
-        if self._path is not None:
-            write_atomically(self._path, json.dumps({"version": _FORMAT_VERSION, "groups": changed},
-                                                    indent=1, sort_keys=True).encode())
-        self._configs = changed
-
-    @classmethod
-    def load(cls, directory: str) -> GroupConfigs:
-        """The saved overrides of `directory`, or none."""
-        store = cls(directory)
-        try:
-            with open(store._path, "rb") as source:
-                data = json.loads(source.read())
-        except FileNotFoundError:
-            return store
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{store._path}: unreadable group configs: {exc}") from None
-        groups = data.get("groups") if isinstance(data, dict) else None
-        if not isinstance(groups, dict) or not all(isinstance(configs, dict) for configs in groups.values()):
-            raise ValueError(f"{store._path}: unreadable group configs: not a map of groups to configs")
-        store._configs = {str(group): {str(name): str(value) for name, value in configs.items()}
-                          for group, configs in groups.items()}
-        return store
+        return self.names()

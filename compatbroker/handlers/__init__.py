@@ -54,7 +54,8 @@ HANDLER_MODULES = ["api_versions", "metadata", "produce", "list_offsets", "fetch
                    "describe_user_scram_credentials", "alter_user_scram_credentials",
                    "consumer_group_heartbeat", "consumer_group_describe",
                    "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
-                   "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets"]
+                   "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
+                   "get_telemetry_subscriptions", "push_telemetry", "list_config_resources"]
 """Modules of this package that serve requests."""
 
 

@@ -8,6 +8,10 @@ client reads it before it knows anything about the broker.
 Behaviour as in Kafka:
 - v3+ requests whose client_software_name or client_software_version is not alphanumeric with inner dots and
   dashes get INVALID_REQUEST (42) with no API list.
+- A valid v3+ request's client_software_name and client_software_version are kept on the connection's session:
+  client metrics subscriptions (KIP-714) match them.
+- GetTelemetrySubscriptions (71) and PushTelemetry (72) are listed: Kafka lists them only when a client telemetry
+  receiver is configured, and compatbroker always has one (compatbroker.telemetry).
 - A request of a version newer than MAX_VERSION never reaches this module: the server answers it with
   `unsupported_version_response`, a v0 body holding UNSUPPORTED_VERSION (35) and the one entry for ApiVersions, so
   that the client retries with a version we know (see compatbroker/server/connection.py).
@@ -59,6 +63,9 @@ async def handle(ctx, request) -> ApiVersionsResponse:
     if ctx.api_version >= 3 and not (_SOFTWARE_NAME_OR_VERSION.fullmatch(request.client_software_name)
                                      and _SOFTWARE_NAME_OR_VERSION.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    if ctx.api_version >= 3:  # the connection's client software, which client metrics subscriptions match
+        ctx.session.client_software_name = request.client_software_name
+        ctx.session.client_software_version = request.client_software_version
     registry = _registry(ctx)
     supported = _supported_levels(registry)
     finalized = _finalized_features(ctx.broker, supported)

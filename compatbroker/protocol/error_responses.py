@@ -435,6 +435,9 @@ _BUILDERS: dict[int, _Builder] = {
     66: _error_code_only,     # ListTransactions
     68: _error_code_only,     # ConsumerGroupHeartbeat
     69: _consumer_group_describe,
+    71: _error_code_only,     # GetTelemetrySubscriptions
+    72: _error_code_only,     # PushTelemetry
+    74: _error_code_only,     # ListConfigResources
     75: _describe_topic_partitions,
     76: _error_code_only,     # ShareGroupHeartbeat
     77: _consumer_group_describe,  # ShareGroupDescribe: each group, as ConsumerGroupDescribe

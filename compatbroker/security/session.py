@@ -18,6 +18,8 @@ class Session:
     listener_name: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
     sasl_mechanism: str | None = None   # once SASL has authenticated the connection
+    client_software_name: str | None = None     # what the client said about itself in ApiVersions v3+ (KIP-511)
+    client_software_version: str | None = None
 
 
 def host_address(address: str) -> str:

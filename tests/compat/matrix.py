@@ -74,6 +74,12 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("sarama", "share_groups"): "sarama 1.22 has no share consumer",
     (JAVA, "groups_consumer_protocol"): "Spark's Kafka source assigns partitions itself (assign(), no group)",
     (JAVA, "share_groups"): "Spark's Kafka source has no share consumer",
+    # KIP-714 client telemetry (GetTelemetrySubscriptions / PushTelemetry): librdkafka 2.5+ and the Java client 3.7+
+    ("kafka-python", "telemetry"): "kafka-python 3.0 does not push client metrics (no KIP-714)",
+    ("aiokafka", "telemetry"): "aiokafka 0.14 does not push client metrics (no KIP-714)",
+    ("kcat", "telemetry"): "kcat's librdkafka 2.0.2 predates KIP-714 (librdkafka 2.5)",
+    ("kafkajs", "telemetry"): "kafkajs 2.2.4 does not push client metrics (no KIP-714)",
+    ("sarama", "telemetry"): "sarama 1.22 does not push client metrics (no KIP-714)",
 }
 MARKER = "matrix"
 MARKER_HELP = "matrix(client=None, flow=None): the compat-matrix cell of a test (see tests/compat/matrix.py)"

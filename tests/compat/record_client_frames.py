@@ -164,8 +164,8 @@ class MockCluster:
         self._check(self._lib.rd_kafka_mock_set_controller_id(self._mock, 1), "set controller")
         self._check(self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._mock, 0),
                     "set rebalance delay")
-        # librdkafka pushes client metrics (KIP-714) only to brokers that advertise them;
-        # compatbroker does not, so neither does the mock.
+        # librdkafka pushes client metrics (KIP-714) to brokers that advertise them, on a timer: the
+        # recorded flows leave them out (tests/compat/test_client_telemetry.py covers them).
         for api_key in TELEMETRY_API_KEYS:
             self._check(self._lib.rd_kafka_mock_set_apiversion(self._mock, api_key, -1, -1),
                         "disable API %d" % api_key)

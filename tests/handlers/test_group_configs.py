@@ -252,12 +252,12 @@ async def test_group_configs_survive_a_restart(tmp_path):
 
 
 async def test_a_file_the_disk_refuses_is_that_resources_error_and_nothing_changes(broker, monkeypatch):
-    import compatbroker.cluster.metadata as metadata
+    import compatbroker.storage.config_sets as config_sets
 
     def full_disk(path, data):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(metadata, "write_atomically", full_disk)
+    monkeypatch.setattr(config_sets, "write_atomically", full_disk)
     assert await incremental(broker, setting(consumer_session_timeout_ms="50000")) == [
         (ErrorCode.UNKNOWN_SERVER_ERROR, None)]
     assert (await values(broker))["consumer.session.timeout.ms"] == ("45000", DEFAULT_CONFIG)

@@ -77,6 +77,8 @@ UNCOVERED = {
                              ("ShareAcknowledge", (1, 2)), ("DescribeShareGroupOffsets", (0, 1)),
                              ("AlterShareGroupOffsets", (0,)), ("DeleteShareGroupOffsets", (0,)))
        for kind in ("Request", "Response") for v in versions},
+    **{(f"{api}{kind}", 0): f"kafka-python has no {api} class"
+       for api in ("GetTelemetrySubscriptions", "PushTelemetry") for kind in ("Request", "Response")},
     ("WriteTxnMarkersRequest", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
     ("WriteTxnMarkersResponse", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
     ("AlterReplicaLogDirsRequest", 0): "below kafka-python's bundled min version 1 and no kafka.protocol.old struct",
@@ -469,8 +471,8 @@ def test_frames_agree_with_kafka_python(name, version):
 def test_every_api_key_has_frames_checked():
     checked = {MESSAGES[n].API_KEY for n, _ in API_PAIRS}
     unchecked = {key for key in API_KEYS if key not in checked}
-    # the KIP-848 (68, 69) and KIP-932 (76-79, 90-92) APIs: kafka-python has no class for them
-    assert unchecked == {68, 69, 76, 77, 78, 79, 90, 91, 92}
+    # the KIP-848 (68, 69), KIP-714 (71, 72) and KIP-932 (76-79, 90-92) APIs: kafka-python has no class for them
+    assert unchecked == {68, 69, 71, 72, 76, 77, 78, 79, 90, 91, 92}
 
 
 def _metadata_response():

@@ -32,8 +32,8 @@ from compatbroker.protocol.schema import SCHEMA_DIR, load_schema_file
 
 KAFKA_DIR = Path(kafka.protocol.__file__).parent / "schemas" / "resources"
 EXPECTED_API_KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29, 30, 31, 32, 33, 34, 35, 36, 37, 42, 43, 44, 45, 46, 47, 50, 51, 55, 60, 61, 65, 66, 68, 69, 75,
-                     76, 77, 78, 79, 90, 91, 92}
+                     29, 30, 31, 32, 33, 34, 35, 36, 37, 42, 43, 44, 45, 46, 47, 50, 51, 55, 60, 61, 65, 66, 68, 69, 71,
+                     72, 74, 75, 76, 77, 78, 79, 90, 91, 92}
 IGNORED_KEYS = {"about", "listeners"}
 INT_TYPES = {"int8", "int16", "int32", "int64", "uint16", "uint32"}
 _COMMENT = re.compile(r"(?m)^\s*//.*$")
