@@ -51,6 +51,9 @@ Behaviour, as Kafka's:
   be converted and answers UNSUPPORTED_COMPRESSION_TYPE, which every version below 10 also gets for a topic whose
   `compression.type` is zstd.
 
+Counted in `broker.metrics` (compatbroker.metrics) for consumers' fetches, per topic: partitions read, failed
+reads, record bytes sent; and the long polls waiting (Kafka's Fetch purgatory).
+
 Deviations: Kafka may end a response with part of a batch (the client drops it); we send whole batches only, and
 for versions 0-3 the converted size exactly, without Kafka's filler message. A fetch from a replica (`replica_id` >=
 0) reads like a consumer's apart from the leader-only rule and the log end bound: the nodes of this process
@@ -91,6 +94,13 @@ FETCH_MAX_BYTES = 57_671_680  # Kafka's default fetch.max.bytes
 FIRST_VERSION_FROM_FOLLOWER = 11  # KIP-392: consumers may read from any replica, and rack_id is sent
 FIRST_VERSION_WITH_NODE_ENDPOINTS = 16  # KIP-951: leader hints (KafkaApis fills them from v16)
 _REDIRECTING_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+# Read errors Kafka does not count in FailedFetchRequests (ReplicaManager.readFromLocalLog: the known ones, and
+# OFFSET_OUT_OF_RANGE, answered by handleOffsetOutOfRangeError)
+_EXPECTED_FETCH_ERRORS = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+                          ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH,
+                          ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.REPLICA_NOT_AVAILABLE,
+                          ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.INCONSISTENT_TOPIC_ID,
+                          ErrorCode.OFFSET_OUT_OF_RANGE}
 
 TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
@@ -139,6 +149,8 @@ async def handle(ctx: RequestContext, request) -> FetchResponse:
     error, session_id, selected = context.respond([(read.request, read.data, read) for read in reads],
                                                   broker.now_ms())
     finished = [_finish(broker, version, result[2]) for result in selected]
+    if limits.consumer:
+        _count(broker.metrics, reads, finished)
     endpoints = _leader_hints(ctx, finished) if version >= FIRST_VERSION_WITH_NODE_ENDPOINTS else []
     return FetchResponse(throttle_time_ms=0, error_code=error, session_id=session_id,
                          responses=_group_by_topic(finished), node_endpoints=endpoints)
@@ -223,7 +235,11 @@ async def _read_when_ready(broker, request, partitions: list[PartitionRequest], 
         watched = [(read.request.topic, read.request.partition) for read in reads if read.outcome != UNKNOWN]
         ends = _end_offsets(broker, watched)
         # No await between the read above and this call: an append cannot slip in unnoticed.
-        await broker.wait_for_append(watched, remaining, until=client_gone)
+        broker.metrics.fetch_waiting += 1  # Kafka's Fetch purgatory
+        try:
+            await broker.wait_for_append(watched, remaining, until=client_gone)
+        finally:
+            broker.metrics.fetch_waiting -= 1
         if client_gone is not None and client_gone.done():
             break
         reads = _read_all(broker, partitions, limits)
@@ -408,6 +424,23 @@ def _leader_hints(ctx: RequestContext, reads: list[_Read]) -> list:
             node_id, host, port, rack = hint.endpoint
             endpoints[node_id] = FetchResponse.NodeEndpoint(node_id=node_id, host=host, port=port, rack=rack)
     return [endpoints[node_id] for node_id in sorted(endpoints)]
+
+
+def _count(metrics, reads: list[_Read], finished: list[_Read]) -> None:
+    """Kafka's BrokerTopicMetrics of a consumer's fetch: a fetch request per partition read (failed when its error
+    is not one Kafka expects), and the record bytes the response carries. Partitions of unknown topics, or refused,
+    count nothing."""
+    for read in reads:
+        if read.outcome == UNKNOWN:
+            continue
+        stats = metrics.topic(read.request.topic)
+        stats.fetch_requests += 1
+        if read.data.error_code and read.data.error_code not in _EXPECTED_FETCH_ERRORS:
+            stats.failed_fetch_requests += 1
+    for read in finished:
+        records = read.data.records
+        if records and read.outcome != UNKNOWN:
+            metrics.topic(read.request.topic).bytes_out += len(records)
 
 
 def _group_by_topic(reads: list[_Read]) -> list:

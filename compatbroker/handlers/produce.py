@@ -64,6 +64,11 @@ Behaviour, as Kafka's:
   first takes its place in a queue per producer and partition, so a later pipelined request to the same partition
   appends after it, never before; a partition with no such wait pending appends at once.
 
+Counted in `broker.metrics` (compatbroker.metrics), per topic as Kafka's BrokerTopicMetrics: partitions that reach
+the append checks with valid acks, the unexpected failures among them (a too small ISR, invalid records), bytes and
+records appended (the count from the batch header); and the acks=all requests waiting for their ISR (Kafka's
+Produce purgatory).
+
 Deviation: a retried batch on a CreateTime topic answers `log_append_time_ms` -1, where Kafka answers the batch's
 largest timestamp.
 """
@@ -117,6 +122,11 @@ _WITHOUT_LOG_START = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TO
                       ErrorCode.INVALID_REQUIRED_ACKS, ErrorCode.INVALID_TOPIC_EXCEPTION,
                       ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                       ErrorCode.NOT_LEADER_OR_FOLLOWER}
+
+# Append failures Kafka does not count in FailedProduceRequests (ReplicaManager.appendToLocalLog: the metric is for
+# unexpected failures; record validation and producer state errors count).
+_EXPECTED_FAILURES = {ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                      ErrorCode.KAFKA_STORAGE_ERROR}
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -214,9 +224,12 @@ def _produce_partition(ctx: RequestContext, request, name: str | None, partition
 
 def _checked_append(ctx: RequestContext, request, topic: str, records, index: int, now_ms: int):
     """Kafka's checks before an append (ReplicaManager.appendToLocalLog, Partition.appendRecordsToLeader), then
-    the append."""
+    the append. Counted in the topic's TotalProduceRequests once the acks are valid, as Kafka counts it; refused
+    for a too small ISR, in its FailedProduceRequests too."""
     if request.acks not in (-1, 0, 1):
         return _error(index, ErrorCode.INVALID_REQUIRED_ACKS), None
+    stats = ctx.broker.metrics.topic(topic)
+    stats.produce_requests += 1
     if topic_names.is_internal(topic) and ctx.client_id != ADMIN_CLIENT_ID:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
     broker = ctx.broker
@@ -225,8 +238,9 @@ def _checked_append(ctx: RequestContext, request, topic: str, records, index: in
         return _error(index, not_leader), None
     log_ = broker.get_log(topic, index)
     if request.acks == -1 and _isr_too_small(broker.partition_state(topic, index), log_):
+        stats.failed_produce_requests += 1
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, log_start_offset=log_.log_start_offset), None
-    return _append(ctx, log_, records, index, now_ms)
+    return _append(ctx, log_, records, index, now_ms, stats)
 
 
 def _isr_too_small(state, log_) -> bool:
@@ -363,17 +377,24 @@ def _append_order(broker) -> _AppendOrder:
     return order
 
 
-def _append(ctx: RequestContext, log_, records, index: int, now_ms: int):
+def _append(ctx: RequestContext, log_, records, index: int, now_ms: int, stats):
+    """The append, counted in the topic's stats (`stats`) as Kafka's BrokerTopicMetrics count it: bytes and
+    records in once appended (a retried duplicate too), a failure unless it is one Kafka expects (see
+    `_EXPECTED_FAILURES`)."""
     broker = ctx.broker
     try:
         result = log_.append(records, leader_epoch=broker.leader_epoch(log_.topic, index), now_ms=now_ms)
     except StorageError as exc:
+        if exc.error_code not in _EXPECTED_FAILURES:
+            stats.failed_produce_requests += 1
         return _storage_error(ctx, log_, records, index, exc, now_ms), None
     except OSError as exc:
         log.error("client %s: append to %s-%d failed: %s", ctx.client_id, log_.topic, index, exc)
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR), None
     if result.base_offset < 0:  # an empty payload appends nothing; Kafka reports no offsets at all
         return _error(index, ErrorCode.NONE), None
+    stats.bytes_in += len(records)
+    stats.messages_in += result.last_offset - result.base_offset + 1  # the batch header's count, no decoding
     if not result.duplicate:  # a retried batch already in the log wrote nothing: no fetcher to wake
         broker.notify_appended(log_.topic, index)
     response = PartitionResponse(index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
@@ -530,9 +551,13 @@ async def _wait_for_isr(broker, appended: list, timeout_ms: int) -> None:
     if not waits:
         return
     replication = broker.cluster.replication
-    codes = await asyncio.gather(*(replication.wait_for_isr(written.log.topic, written.log.partition,
-                                                             written.required_offset, timeout_ms / 1000)
-                                   for written in waits))
+    broker.metrics.produce_waiting += 1  # Kafka's Produce purgatory
+    try:
+        codes = await asyncio.gather(*(replication.wait_for_isr(written.log.topic, written.log.partition,
+                                                                 written.required_offset, timeout_ms / 1000)
+                                       for written in waits))
+    finally:
+        broker.metrics.produce_waiting -= 1
     for written, code in zip(waits, codes):
         if code != ErrorCode.NONE:  # the offsets of the append stay, as Kafka answers them
             written.response.error_code = code

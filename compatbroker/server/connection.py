@@ -27,7 +27,13 @@ socket is released at once.
 Tests of clients hook in at dispatch (`hooks.RequestHooks`, which the toolkit's fault injector implements): while
 the server's hooks are active they hear of each request, with the id of the node serving it, and may delay it,
 answer it with an error in Kafka's shape for that API, or close the connection instead of answering. When they are
-not active this costs one attribute check per request.
+not active this costs one attribute check per request. Once a request is answered they hear of that too
+(`on_response`: latency and the response's first error code).
+
+Every connection counts into its node's `broker.metrics` (compatbroker.metrics.counting): connections opened and
+closed and bytes read and written per listener; per API key and version the requests answered (or served without
+an answer), a latency histogram (from the request read to its response encoded) and the error codes of the
+responses. That is a few integer additions, a dict lookup and a read of the response's error code fields per request.
 
 Responses are written as `encode_response_chunks` gives them: bytes with `sock_sendall`, file regions (record
 bytes in segment files) with `os.sendfile` straight from the file to the socket, so record bytes never pass
@@ -133,6 +139,8 @@ class Connection:
         self._authenticator = None
         self._listener = security
         self.session = Session(client_host=_peer_host(sock))
+        self._metrics = broker.metrics
+        self._listener_stats = self._metrics.listener(security.listener_name if security is not None else "PLAINTEXT")
         if security is not None:
             self._secure(security)
         self._entries: asyncio.Queue = asyncio.Queue()
@@ -156,6 +164,7 @@ class Connection:
     async def serve(self) -> None:
         """Run the connection until the client leaves, a request closes it, or the server stops it."""
         self._reader = self._loop.create_task(self._read_requests())
+        self._listener_stats.connections_opened += 1
         if self._idle_s is not None:
             self._idle_timer = self._loop.call_later(self._idle_s, self._check_idle)
         try:
@@ -176,6 +185,7 @@ class Connection:
                 if self._tls is not None:
                     self._tls.close_notify()
                 self._sock.close()
+                self._listener_stats.connections_closed += 1
 
     def stop_reading(self) -> None:
         """Take no new request; the ones already read are answered, then the connection closes."""
@@ -296,6 +306,7 @@ class Connection:
                     _resolve(self._client_gone)
                     return
                 self.last_active = self._loop.time()
+                self._listener_stats.bytes_in += len(frame) + 4
                 if authenticator is not None and authenticator.raw_tokens:
                     entry = self._raw_token(frame)
                 else:
@@ -460,7 +471,7 @@ class Connection:
                                           topic_by_id=self._broker.topic_by_id)
             if fault is not None:
                 return self._start_faulty(fault, module, ctx, body)
-        return self._spawn(self._run_handler(module, ctx, body))
+        return self._spawn(self._run_handler(module, ctx, body, self.last_active))
 
     def _unsupported(self, header, frame):
         if self._hooks.active:
@@ -477,13 +488,17 @@ class Connection:
                     self.peer, _client_id_of(frame), api_name(api_key), version)
         return CLOSE
 
-    async def _run_handler(self, module, ctx: RequestContext, body):
-        """The encoded response chunks, None for no response, or CLOSE when the handler failed."""
+    async def _run_handler(self, module, ctx: RequestContext, body, started: float):
+        """The encoded response chunks, None for no response, or CLOSE when the handler failed. `started`: when the
+        request was read (loop time), for its latency."""
         try:
             response = await module.handle(ctx, body)
             if response is None:
+                self._answered(ctx.header, None, started)
                 return None
-            return encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)
+            chunks = encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)
+            self._answered(ctx.header, response, started)
+            return chunks
         except CloseConnection as exc:  # Kafka's answer to this request: expected, so no traceback
             log.warning("closing connection from %s: %s", self.peer, exc)
             return CLOSE
@@ -503,7 +518,7 @@ class Connection:
             log.info("closing connection from %s instead of answering %s (fault injection)", self.peer,
                      api_name(module.API_KEY))
             return CLOSE
-        return self._spawn(self._run_faulty(fault, module, ctx, body))
+        return self._spawn(self._run_faulty(fault, module, ctx, body, self.last_active))
 
     def _spawn(self, handling) -> asyncio.Task:
         """Run a request's handling as a task of this connection (cancelled if the connection ends first)."""
@@ -512,16 +527,28 @@ class Connection:
         task.add_done_callback(self._handler_tasks.discard)
         return task
 
-    async def _run_faulty(self, fault: Fault, module, ctx: RequestContext, body):
+    async def _run_faulty(self, fault: Fault, module, ctx: RequestContext, body, started: float):
         """Wait the fault's delay, then serve the request, or answer it with the fault's error as Kafka would."""
         if fault.delay_s:
             await asyncio.sleep(fault.delay_s)
         if fault.error is None:
-            return await self._run_handler(module, ctx, body)
+            return await self._run_handler(module, ctx, body, started)
         response = fault.response(module.API_KEY, ctx.api_version, body)
         if response is None:  # Produce acks=0: Kafka closes the connection so that the producer notices
             return CLOSE
-        return encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)
+        chunks = encode_response_chunks(module.API_KEY, ctx.api_version, ctx.header.correlation_id, response)
+        self._answered(ctx.header, response, started)
+        return chunks
+
+    def _answered(self, header, response, started: float) -> None:
+        """Count a request answered (`response` None: served without an answer), and tell the hooks."""
+        latency_s = self._loop.time() - started
+        stats = self._metrics.requests.get(header.request_api_key << 16 | header.request_api_version) \
+            or self._metrics.request_stats(header.request_api_key, header.request_api_version)
+        error_code = stats.record(latency_s, response)
+        if self._hooks.active:
+            self._hooks.on_response(header, self.peer, node_id=self._broker.node_id, latency_s=latency_s,
+                                    error_code=error_code)
 
     # --- writing --------------------------------------------------------------------------------------------------
 
@@ -541,6 +568,7 @@ class Connection:
                 return
             if chunks is not None:
                 await self._send(chunks)
+                self._listener_stats.bytes_out += _SIZE.unpack_from(chunks[0])[0] + 4  # its size prefix
             self._outstanding -= 1
             self.last_active = self._loop.time()
 

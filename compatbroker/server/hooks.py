@@ -5,7 +5,9 @@ implementations in (`Server(..., hooks=...)`, `ClusterRuntime(..., hooks=..., se
 
 - `RequestHooks`: asked about every request a connection is about to serve, but only while `active` is true, so a
   broker nobody is testing pays one attribute check per request. `on_request` answers None (serve it) or a
-  `Fault`; `on_unserved` hears of requests the broker does not serve (an API or version it lacks). Both are told
+  `Fault`; `on_unserved` hears of requests the broker does not serve (an API or version it lacks); `on_response`
+  hears of each request answered (or served without an answer: Produce acks=0), with its latency (from the request
+  read to its response encoded) and the first non-zero error code of the response (0 when none). Each is told
   the id of the node the connection belongs to, so that a request log can say which node served each request.
   The fault injector of the toolkit (`compatbroker.toolkit.faults.FaultInjector`) implements it.
 - `Fault`: wait `delay_s`, then either serve the request (`error` None) or answer `response(...)` instead, or
@@ -42,6 +44,10 @@ class RequestHooks(Protocol):
     def on_unserved(self, header, peer: str, *, node_id: int) -> None:
         """A request node `node_id` does not serve (an API or version it lacks); no fault applies to it."""
 
+    def on_response(self, header, peer: str, *, node_id: int, latency_s: float, error_code: int) -> None:
+        """A request node `node_id` has answered (its response encoded, or none due: Produce acks=0), `latency_s`
+        after it was read; `error_code` is the response's first non-zero error code, 0 when it has none."""
+
 
 class RuntimeService(Protocol):
     async def start(self, runtime) -> str | None:
@@ -61,6 +67,9 @@ class _NoHooks:
         return None
 
     def on_unserved(self, header, peer, *, node_id) -> None:
+        pass
+
+    def on_response(self, header, peer, *, node_id, latency_s, error_code) -> None:
         pass
 
 
