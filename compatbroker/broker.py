@@ -16,6 +16,10 @@ It owns
   `transaction.version` feature level finalized (`finalized_transaction_version`);
 - share groups' data path (`compatbroker.share`: share-partitions, share sessions, `__share_group_state`), made on
   first use and stopped at shutdown.
+- what it counts as it serves (`metrics`, a `compatbroker.metrics.BrokerMetrics`), which Prometheus reads.
+- its configuration in force (`config`): the static one (`static_config`) with the dynamic broker configs laid over
+  it (`compatbroker.dynamic_config`, loaded before the logs); and the Kafka release the toolkit emulates
+  (`emulated_release`: a 3.x release takes the topic configs Kafka 4.0 removed).
 
 Everything here runs on the event loop thread except the executor jobs, which only fsync or read sealed segments.
 """
@@ -29,15 +33,18 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from . import config_catalog, dynamic_config
 from .cluster import Cluster
 from .cluster.cluster import node_data_dirs
 from .cluster.metadata import PartitionState, TopicInfo
 from .config import BrokerConfig, Endpoint
 from .fetch_session import FetchSessionCache
+from .metrics import BrokerMetrics
 from .storage import Log, LogManager
 from .storage.checkpoints import PARTITION_METADATA, write_partition_metadata
+from .storage.log_config import LONG_MAX, ConfigError
 from .storage.log_manager import write_checkpoints
-from .storage.log_config import LONG_MAX
+from .telemetry import telemetry_of
 from .topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
@@ -50,7 +57,9 @@ ROLL_FLUSH_CHECK_MS = 1000
 
 class Broker:
     def __init__(self, config: BrokerConfig, *, cluster: Cluster | None = None):
-        self.config = config
+        self.config = config  # in force: static_config with the dynamic broker configs (compatbroker.dynamic_config)
+        self.static_config = config  # server.properties and --set, as started
+        self.emulated_release: str | None = None  # the Kafka release `--emulate` stands in for (None: 4.x)
         self.node_id = config.node_id
         self.rack = config.broker_rack
         self.cluster = cluster if cluster is not None else Cluster(config)
@@ -65,6 +74,7 @@ class Broker:
         self.transactions = None  # the transaction coordinator (compatbroker.coordinator.transactions)
         self.share_partitions = None  # share groups' data path (compatbroker.share), made on first use
         self.share_state_store = None  # this node's part of __share_group_state (compatbroker.share.state_store)
+        self.metrics = BrokerMetrics(topic_exists=self.topic)  # what this node counts (compatbroker.metrics)
         # The finalized level of the `transaction.version` feature (2: KIP-890 transactions v2); `--emulate` of a
         # release that does not finalize it sets it lower.
         self.finalized_transaction_version: int = 2
@@ -85,7 +95,8 @@ class Broker:
         self.cluster.startup()
 
     def load_logs(self) -> None:
-        """This node's part of the start-up (the cluster calls it)."""
+        """This node's part of the start-up (the cluster calls it): the dynamic broker configs, then the logs."""
+        dynamic_config.start(self)
         self.logs.startup(self.now_ms())
         self.cluster_id = self.logs.cluster_id
 
@@ -166,6 +177,11 @@ class Broker:
         """The cluster's security state (compatbroker.security.BrokerSecurity): listeners' TLS and SASL, ACLs."""
         return self.cluster.security
 
+    @property
+    def client_telemetry(self):
+        """The cluster's client telemetry (KIP-714, compatbroker.telemetry.ClientTelemetry), made on first use."""
+        return telemetry_of(self.cluster)
+
     def register_listener(self, listener: Endpoint, bound_port: int) -> None:
         """Called by the server once a listener is bound: requests arriving on `bound_port` are told the listener's
         advertised endpoint (port 0 there means the bound port)."""
@@ -244,11 +260,19 @@ class Broker:
         if count < 1 and not assignment:
             raise ValueError(f"a topic needs at least one partition, got {count}")
         factor = self.config.default_replication_factor if replication_factor is None else replication_factor
+        self._refuse_removed_topic_configs(configs)
         return self.cluster.create_topic(name, count, factor, configs=configs, assignment=assignment)
 
     def check_topic_configs(self, configs: dict) -> None:
-        """Raise storage's ConfigError unless `configs` are valid topic-level overrides (nothing is changed)."""
+        """Raise storage's ConfigError unless `configs` are valid topic-level overrides (nothing is changed); the
+        topic configs Kafka 4.0 removed only pass when emulating Kafka 3.x."""
+        self._refuse_removed_topic_configs(configs)
         self.logs.default_config.with_overrides({name: str(value) for name, value in configs.items()})
+
+    def _refuse_removed_topic_configs(self, configs: dict | None) -> None:
+        refused = config_catalog.refused_topic_config(configs or {}, self.emulated_release)
+        if refused is not None:
+            raise ConfigError(f"Unknown topic config name: {refused}")
 
     def set_topic_config(self, topic: str, overrides: dict) -> None:
         """Make `overrides` the topic's whole override set on every node (persisted, applied live); OSError when a

@@ -22,7 +22,11 @@ Security settings (TLS, SASL, authorization; some also per listener as `listener
 `compatbroker.security.settings`'s, typed per listener in `config.security`.
 
 Some names of Kafka's own `server.properties` (KRaft roles, thread counts, replication of internal topics) are
-accepted and ignored, so that such a file can be used as it is; see `IGNORED`.
+accepted and ignored, so that such a file can be used as it is; see `IGNORED`, and `WITHOUT_EFFECT` for the dynamic
+broker configs that tune parts compatbroker does not have.
+
+The dynamic broker configs (`compatbroker.dynamic_config`) make a node's configuration in force a new BrokerConfig:
+the static properties with the dynamic ones laid over them.
 """
 from __future__ import annotations
 
@@ -268,6 +272,7 @@ _SETTINGS = (
     _Setting("unclean.leader.election.enable", _parse_bool, False),
     _Setting("auto.leader.rebalance.enable", _parse_bool, True),
     _Setting("leader.imbalance.check.interval.seconds", _parse_int, 300, 1),
+    _Setting("telemetry.max.bytes", _parse_int, 1_048_576, 1),  # KIP-714 pushes (compatbroker.telemetry)
 )
 _SETTINGS_BY_NAME = {setting.name: setting for setting in _SETTINGS}
 
@@ -280,6 +285,20 @@ IGNORED = frozenset({
 })
 """Names from Kafka's sample `server.properties` that mean nothing to a single broker without a controller."""
 
+WITHOUT_EFFECT = frozenset({
+    "background.threads", "num.replica.fetchers", "log.cleaner.threads", "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second", "max.connection.creation.rate",
+    "metric.reporters", "config.providers", "compression.gzip.level", "compression.lz4.level",
+    "compression.zstd.level", "log.local.retention.ms", "log.local.retention.bytes", "remote.fetch.max.wait.ms",
+    "remote.list.offsets.request.timeout.ms", "remote.log.index.file.cache.total.size.bytes",
+    "remote.log.manager.copier.thread.pool.size", "remote.log.manager.copy.max.bytes.per.second",
+    "remote.log.manager.expiration.thread.pool.size", "remote.log.manager.fetch.max.bytes.per.second",
+    "remote.log.manager.follower.thread.pool.size", "remote.log.reader.threads",
+})
+"""Kafka's dynamic broker configs that tune parts compatbroker does not have (thread pools, the cleaner's I/O,
+metric reporters, tiered storage, the topic-level compression levels' broker defaults): accepted statically and
+dynamically (`compatbroker.dynamic_config`), described, and otherwise without effect."""
+
 # Broker-level names of storage settings (LogConfig's topic defaults, StorageConfig, and the coarse-unit forms
 # that storage falls back on when the millisecond form is absent), with Kafka's defaults for the coarse forms.
 _STORAGE_NAMES = frozenset(
@@ -291,7 +310,8 @@ _STORAGE_FALLBACKS = {"log.roll.hours": 168, "log.roll.jitter.hours": 0, "log.re
 
 def known_names() -> frozenset[str]:
     """The unprefixed names accepted (security settings may also carry a `listener.name.<l>.` prefix)."""
-    return frozenset(_SETTINGS_BY_NAME) | _STORAGE_NAMES | frozenset(_STORAGE_FALLBACKS) | IGNORED | security_names()
+    return (frozenset(_SETTINGS_BY_NAME) | _STORAGE_NAMES | frozenset(_STORAGE_FALLBACKS) | IGNORED | WITHOUT_EFFECT
+            | security_names())
 
 
 class BrokerConfig:
@@ -406,7 +426,7 @@ class BrokerConfig:
             return getattr(self.storage, name.replace(".", "_"))
         if name in _STORAGE_FALLBACKS:
             return self.properties.get(name, _STORAGE_FALLBACKS[name])
-        if name in IGNORED:
+        if name in IGNORED or name in WITHOUT_EFFECT:
             return self.properties.get(name)
         if is_security_name(name):
             return self.properties.get(name)

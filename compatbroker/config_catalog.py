@@ -1,18 +1,24 @@
 """Kafka's configuration keys as data, and the DescribeConfigs view of a topic and of the broker built from them.
 
-Two catalogues:
+Catalogues:
 - `TOPIC_CONFIGS`: every topic-level config of Kafka 4.x, with its type, default, valid values and broker-level
   synonyms (the names a broker-wide default goes by, in the order Kafka consults them);
+- `REMOVED_TOPIC_CONFIGS` (and their broker synonyms, `REMOVED_BROKER_CONFIGS`): the topic configs Kafka 4.0
+  removed, with Kafka 3.9's types and defaults; a broker emulating a 3.x release (`broker.emulated_release`,
+  `accepts_removed_topic_configs`) takes and describes them, any other refuses them as Kafka 4.x does;
 - `BROKER_CONFIGS`: the broker configs compatbroker reads plus the Kafka broker configs clients and tools commonly
-  look at, each with its type, Kafka's default and whether Kafka can change it at run time (the others are
-  read-only).
+  look at, each with its type, Kafka's default and whether Kafka 4.x can change it at run time (`DYNAMIC_NAMES`,
+  Kafka's DynamicBrokerConfig lists, by the part of the broker that reconfigures itself; the others are read-only).
 
 Types are DescribeConfigs' config_type codes; `default` is the text Kafka reports for the default value (None where
 Kafka has no default). Descriptions are our own one-liners.
 
-`describe_topic_configs` and `describe_broker_configs` answer what Kafka's DescribeConfigs would: every key with
-its effective value, where that value comes from (`source`), and the synonyms that could supply it, highest
-precedence first. The broker object is used through `broker.config` (BrokerConfig), `broker.logs.topic_overrides`,
+`describe_topic_configs`, `describe_broker_configs` and `describe_default_broker_configs` answer what Kafka's
+DescribeConfigs would: every key with its effective value, where that value comes from (`source`), and the synonyms
+that could supply it, highest precedence first: this node's dynamic config (DYNAMIC_BROKER_CONFIG), the cluster-wide
+dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG), the static configuration (STATIC_BROKER_CONFIG), the default. The
+broker object is used through `broker.config` (BrokerConfig in force), `broker.static_config`,
+`broker.cluster.broker_configs` (the dynamic configs, `compatbroker.dynamic_config`), `broker.logs.topic_overrides`,
 `broker.logs.log_config(topic)` and `broker.node_id`.
 
 Sources follow Kafka's rules, including one quirk: a topic key's synonyms start at the first broker synonym
@@ -22,6 +28,7 @@ comma-separated lists, Java's form of doubles.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from decimal import Decimal
@@ -45,6 +52,11 @@ DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 LONG_MAX = str(2**63 - 1)
 INT_MAX = str(2**31 - 1)
+
+MAX_VALUE_LENGTH = 32767
+VALUE_TOO_LARGE = ("The configuration value cannot be added because it exceeds the maximum value size of "
+                   f"{MAX_VALUE_LENGTH} bytes.")
+"""Kafka's controller refuses a config value longer than Short.MAX_VALUE: INVALID_CONFIG with this message."""
 _BOUNDS = {SHORT: (-2**15, 2**15 - 1), INT: (-2**31, 2**31 - 1), LONG: (-2**63, 2**63 - 1)}
 
 
@@ -295,13 +307,143 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
 )}
 
 
+# --- topic configs Kafka 4.0 removed -------------------------------------------------------------------------------
+# Kafka 3.x had them; 4.x refuses them as unknown ("Unknown topic config name: ..."). A broker emulating a 3.x (or
+# older) release accepts and describes them as Kafka 3.9 does (`accepts_removed_topic_configs`).
+
+# MetadataVersion's inter-broker protocol versions up to 3.9, the values message.format.version took.
+_IBP_VERSIONS = (("0.8.0", ""), ("0.8.1", ""), ("0.8.2", ""), ("0.9.0", ""), ("0.10.0", "IV0 IV1"),
+                 ("0.10.1", "IV0 IV1 IV2"), ("0.10.2", "IV0"), ("0.11.0", "IV0 IV1 IV2"), ("1.0", "IV0"),
+                 ("1.1", "IV0"), ("2.0", "IV0 IV1"), ("2.1", "IV0 IV1 IV2"), ("2.2", "IV0 IV1"), ("2.3", "IV0 IV1"),
+                 ("2.4", "IV0 IV1"), ("2.5", "IV0"), ("2.6", "IV0"), ("2.7", "IV0 IV1 IV2"), ("2.8", "IV0 IV1"),
+                 ("3.0", "IV0 IV1"), ("3.1", "IV0"), ("3.2", "IV0"), ("3.3", "IV0 IV1 IV2 IV3"), ("3.4", "IV0"),
+                 ("3.5", "IV0 IV1 IV2"), ("3.6", "IV0 IV1 IV2"), ("3.7", "IV0 IV1 IV2 IV3 IV4"), ("3.8", "IV0"),
+                 ("3.9", "IV0"))
+_MESSAGE_FORMAT_VERSIONS = frozenset(
+    {release for release, _ in _IBP_VERSIONS}
+    | {f"{release}-{sub}" for release, subs in _IBP_VERSIONS for sub in subs.split()})
+
+
+def _message_format_version(value: str) -> None:
+    """MetadataVersion.fromVersionString: the first three parts of a 0.x version, two otherwise, must name one."""
+    parts = value.split(".")
+    wanted = 3 if value.startswith("0.") else 2
+    key = value if wanted >= len(parts) else ".".join(parts[:wanted])
+    if key not in _MESSAGE_FORMAT_VERSIONS:
+        raise ValueError(f"Version {value} is not a valid version")
+
+
+_REMOVED_TOPIC_CONFIGS = (
+    _topic("message.downconversion.enable", BOOLEAN, "true",
+           "Whether the broker down-converts records for consumers of old message formats.",
+           "log.message.downconversion.enable"),
+    _topic("message.format.version", STRING, "3.0-IV1",
+           "Message format version of the topic's appends; ignored from 3.0 on (removed in Kafka 4.0).",
+           "log.message.format.version", check=_message_format_version),
+    _topic("message.timestamp.difference.max.ms", LONG, LONG_MAX,
+           "How far a CreateTime timestamp may be from the broker's clock, where the before/after settings are "
+           "unset (replaced by them in Kafka 4.0).", "log.message.timestamp.difference.max.ms", minimum=0),
+)
+_RELEASE_DEFAULTS = {"2.8": {"message.format.version": "2.8-IV1"}}  # 3.0 on: 3.0-IV1 (IBP_3_0_IV1)
+
+REMOVED_BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
+    ConfigKey("log.message.downconversion.enable", BOOLEAN, "true", "Default of message.downconversion.enable."),
+    ConfigKey("log.message.format.version", STRING, "3.0-IV1", "Default of message.format.version."),
+    ConfigKey("log.message.timestamp.difference.max.ms", LONG, LONG_MAX,
+              "Default of message.timestamp.difference.max.ms."),
+)}
+"""The broker-level synonyms of the removed topic configs, for their synonym lists (Kafka 3.9's defaults)."""
+
+
+def accepts_removed_topic_configs(release: str | None) -> bool:
+    """Whether a broker emulating Kafka `release` (None: not emulating, so 4.x) takes the removed topic configs."""
+    return release is not None and int(release.split(".")[0]) < 4
+
+
+def removed_topic_configs(release: str | None = None) -> dict[str, ConfigKey]:
+    """The topic configs Kafka 4.0 removed, with the defaults of Kafka `release` (default 3.9's)."""
+    defaults = _RELEASE_DEFAULTS.get(release or "", {})
+    return {key.name: (dataclasses.replace(key, default=defaults[key.name]) if key.name in defaults else key)
+            for key in _REMOVED_TOPIC_CONFIGS}
+
+
+REMOVED_TOPIC_CONFIGS = removed_topic_configs()
+
+
+def topic_config_key(name: str) -> ConfigKey | None:
+    """The catalogue entry of a topic config name, removed ones included (None for a name Kafka never had)."""
+    return TOPIC_CONFIGS.get(name) or REMOVED_TOPIC_CONFIGS.get(name)
+
+
+def refused_topic_config(names, release: str | None) -> str | None:
+    """The first of `names` a broker emulating `release` refuses as Kafka 4.x does (a removed config), or None."""
+    if accepts_removed_topic_configs(release):
+        return None
+    return next((name for name in names if name in REMOVED_TOPIC_CONFIGS), None)
+
+
 # --- broker configs -----------------------------------------------------------------------------------------------
 
-def _broker(name, config_type, default, doc, dynamic=False, **rules) -> ConfigKey:
-    return ConfigKey(name, config_type, default, doc, dynamic=dynamic, **rules)
+def _broker(name, config_type, default, doc, **rules) -> ConfigKey:
+    return ConfigKey(name, config_type, default, doc, dynamic=name in DYNAMIC_NAMES, **rules)
 
 
-_DYNAMIC = True
+# Kafka 4.x's dynamic broker configs (DynamicBrokerConfig.AllDynamicConfigs), by the part of the broker that
+# reconfigures itself with them; every other broker config is read-only (Kafka refuses to change it at run time).
+SSL_RECONFIGURABLE = frozenset({  # SslConfigs.RECONFIGURABLE_CONFIGS: per listener only (listener.name.<l>.)
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.keystore.certificate.chain",
+    "ssl.keystore.key", "ssl.truststore.certificates"})
+LOG_CLEANER_RECONFIGURABLE = frozenset({
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "message.max.bytes", "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms"})
+LOG_RECONFIGURABLE = frozenset({  # the first broker synonym of each topic config (ServerTopicConfigSynonyms)
+    "log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms", "log.index.size.max.bytes",
+    "log.flush.interval.messages", "log.flush.interval.ms", "log.retention.bytes", "log.retention.ms",
+    "message.max.bytes", "log.index.interval.bytes", "log.cleaner.delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "log.segment.delete.delay.ms",
+    "log.cleaner.min.cleanable.ratio", "log.cleanup.policy", "unclean.leader.election.enable",
+    "min.insync.replicas", "compression.type", "compression.gzip.level", "compression.lz4.level",
+    "compression.zstd.level", "log.preallocate", "log.message.timestamp.type",
+    "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms", "log.local.retention.ms",
+    "log.local.retention.bytes"})
+THREAD_POOL_RECONFIGURABLE = frozenset({  # DynamicThreadPool: at least half, at most double the current value
+    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads"})
+LISTENER_RECONFIGURABLE = frozenset({  # DynamicListenerConfig (advertised.listeners left it in 4.0, KAFKA-18405)
+    "listeners", "listener.security.protocol.map", "principal.builder.class", "ssl.protocol", "ssl.provider",
+    "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+    "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation", "ssl.client.auth",
+    "ssl.engine.factory.class", "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config",
+    "sasl.enabled.mechanisms", "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds", "max.connections", "max.connection.creation.rate", "num.network.threads",
+    *SSL_RECONFIGURABLE})
+SOCKET_SERVER_RECONFIGURABLE = frozenset({
+    "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections", "max.connection.creation.rate"})
+PRODUCER_STATE_RECONFIGURABLE = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
+REMOTE_LOG_RECONFIGURABLE = frozenset({
+    "remote.log.index.file.cache.total.size.bytes", "remote.fetch.max.wait.ms",
+    "remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second",
+    "remote.list.offsets.request.timeout.ms", "remote.log.manager.copier.thread.pool.size",
+    "remote.log.manager.expiration.thread.pool.size", "remote.log.manager.follower.thread.pool.size",
+    "remote.log.reader.threads"})
+DYNAMIC_NAMES = (SSL_RECONFIGURABLE | LOG_CLEANER_RECONFIGURABLE | LOG_RECONFIGURABLE | THREAD_POOL_RECONFIGURABLE
+                 | {"metric.reporters", "config.providers"} | LISTENER_RECONFIGURABLE | SOCKET_SERVER_RECONFIGURABLE
+                 | PRODUCER_STATE_RECONFIGURABLE | REMOTE_LOG_RECONFIGURABLE)
+"""Every broker config Kafka 4.x changes at run time."""
+CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+PER_BROKER_CONFIGS = (SSL_RECONFIGURABLE | LISTENER_RECONFIGURABLE) - CLUSTER_LEVEL_LISTENER_CONFIGS
+"""Dynamic configs that only a node's own resource may set (Kafka refuses them as cluster-wide defaults)."""
+BROKER_QUOTA_CONFIGS = {"leader.replication.throttled.rate": "9223372036854775807",
+                        "follower.replication.throttled.rate": "9223372036854775807",
+                        "replica.alter.log.dirs.io.max.bytes.per.second": "9223372036854775807"}
+"""Kafka's broker quota configs (QuotaConfig.brokerQuotaConfigs, LONG, at least 0): dynamic only, not KafkaConfig
+names, so Kafka describes them as custom names."""
+
+
 _SECURITY_MAP_DEFAULT = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
 BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
@@ -314,10 +456,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
     _broker("controller.quorum.voters", LIST, "", "Static list of the controller quorum's voters."),
     _broker("controller.quorum.bootstrap.servers", LIST, "", "Controllers to contact to discover the quorum."),
     # listeners and sockets
-    _broker("listeners", STRING, "PLAINTEXT://:9092", "Addresses the broker listens on.", _DYNAMIC),
-    _broker("advertised.listeners", STRING, None, "Addresses clients are told to connect to.", _DYNAMIC),
+    _broker("listeners", STRING, "PLAINTEXT://:9092", "Addresses the broker listens on."),
+    _broker("advertised.listeners", STRING, None, "Addresses clients are told to connect to."),  # read-only since 4.0
     _broker("listener.security.protocol.map", STRING, _SECURITY_MAP_DEFAULT,
-            "Security protocol of each listener name.", _DYNAMIC),
+            "Security protocol of each listener name."),
     _broker("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other."),
     _broker("security.inter.broker.protocol", STRING, "PLAINTEXT", "Protocol between brokers."),
     _broker("socket.request.max.bytes", INT, "104857600", "Largest request the broker accepts, in bytes."),
@@ -329,18 +471,17 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
     _broker("queued.max.request.bytes", LONG, "-1", "Bytes of queued requests allowed; -1 means no limit."),
     _broker("connections.max.idle.ms", LONG, "600000", "Idle time after which a connection is closed."),
     _broker("connections.max.reauth.ms", LONG, "0", "Lifetime of an authenticated session; 0 means unlimited."),
-    _broker("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", _DYNAMIC),
-    _broker("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address.", _DYNAMIC),
-    _broker("max.connections.per.ip.overrides", STRING, "", "Per-address exceptions to max.connections.per.ip.",
-            _DYNAMIC),
-    _broker("max.connection.creation.rate", INT, INT_MAX, "New connections accepted per second.", _DYNAMIC),
+    _broker("max.connections", INT, INT_MAX, "Connections the broker accepts in total."),
+    _broker("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address."),
+    _broker("max.connections.per.ip.overrides", STRING, "", "Per-address exceptions to max.connections.per.ip."),
+    _broker("max.connection.creation.rate", INT, INT_MAX, "New connections accepted per second."),
     # threads
-    _broker("num.network.threads", INT, "3", "Threads that read requests and write responses.", _DYNAMIC),
-    _broker("num.io.threads", INT, "8", "Threads that process requests.", _DYNAMIC),
-    _broker("background.threads", INT, "10", "Threads for background work.", _DYNAMIC),
-    _broker("num.replica.fetchers", INT, "1", "Fetcher threads per source broker for replication.", _DYNAMIC),
+    _broker("num.network.threads", INT, "3", "Threads that read requests and write responses."),
+    _broker("num.io.threads", INT, "8", "Threads that process requests."),
+    _broker("background.threads", INT, "10", "Threads for background work."),
+    _broker("num.replica.fetchers", INT, "1", "Fetcher threads per source broker for replication."),
     _broker("num.recovery.threads.per.data.dir", INT, "2",
-            "Threads per data directory that recover logs at start-up and flush them at shutdown.", _DYNAMIC),
+            "Threads per data directory that recover logs at start-up and flush them at shutdown."),
     _broker("num.replica.alter.log.dirs.threads", INT, None, "Threads that move replicas between directories."),
     # topics
     _broker("num.partitions", INT, "1", "Partitions of a topic created without a partition count."),
@@ -352,66 +493,78 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
     _broker("leader.imbalance.check.interval.seconds", LONG, "300", "How often leader balance is checked."),
     _broker("leader.imbalance.per.broker.percentage", INT, "10", "Leader imbalance tolerated per broker."),
     _broker("unclean.leader.election.enable", BOOLEAN, "false",
-            "Default of the topic config of the same name.", _DYNAMIC),
-    _broker("min.insync.replicas", INT, "1", "Default of the topic config of the same name.", _DYNAMIC),
-    _broker("compression.type", STRING, "producer", "Default of the topic config of the same name.", _DYNAMIC),
-    _broker("compression.gzip.level", INT, "-1", "Default of the topic config of the same name.", _DYNAMIC),
-    _broker("compression.lz4.level", INT, "9", "Default of the topic config of the same name.", _DYNAMIC),
-    _broker("compression.zstd.level", INT, "3", "Default of the topic config of the same name.", _DYNAMIC),
-    _broker("message.max.bytes", INT, "1048588", "Default of the topic config max.message.bytes.", _DYNAMIC),
+            "Default of the topic config of the same name."),
+    _broker("min.insync.replicas", INT, "1", "Default of the topic config of the same name."),
+    _broker("compression.type", STRING, "producer", "Default of the topic config of the same name."),
+    _broker("compression.gzip.level", INT, "-1", "Default of the topic config of the same name."),
+    _broker("compression.lz4.level", INT, "9", "Default of the topic config of the same name."),
+    _broker("compression.zstd.level", INT, "3", "Default of the topic config of the same name."),
+    _broker("message.max.bytes", INT, "1048588", "Default of the topic config max.message.bytes."),
     _broker("create.topic.policy.class.name", CLASS, None, "Policy class that vets CreateTopics requests."),
     _broker("alter.config.policy.class.name", CLASS, None, "Policy class that vets config changes."),
     # logs
     _broker("log.dirs", STRING, None, "Directories that hold the partition logs."),
     _broker("log.dir", STRING, "/tmp/kafka-logs", "Directory of the logs when log.dirs is not set."),
-    _broker("log.segment.bytes", INT, "1073741824", "Default of segment.bytes.", _DYNAMIC),
-    _broker("log.roll.ms", LONG, None, "Default of segment.ms; log.roll.hours applies when unset.", _DYNAMIC),
+    _broker("log.segment.bytes", INT, "1073741824", "Default of segment.bytes."),
+    _broker("log.roll.ms", LONG, None, "Default of segment.ms; log.roll.hours applies when unset."),
     _broker("log.roll.hours", INT, "168", "Default of segment.ms, in hours.", minimum=1),
-    _broker("log.roll.jitter.ms", LONG, None, "Default of segment.jitter.ms; log.roll.jitter.hours applies when unset.",
-            _DYNAMIC),
+    _broker("log.roll.jitter.ms", LONG, None,
+            "Default of segment.jitter.ms; log.roll.jitter.hours applies when unset."),
     _broker("log.roll.jitter.hours", INT, "0", "Default of segment.jitter.ms, in hours.", minimum=0),
-    _broker("log.retention.ms", LONG, None, "Default of retention.ms; the minutes or hours form applies when unset.",
-            _DYNAMIC),
+    _broker("log.retention.ms", LONG, None, "Default of retention.ms; the minutes or hours form applies when unset."),
     _broker("log.retention.minutes", INT, None, "Default of retention.ms, in minutes."),
     _broker("log.retention.hours", INT, "168", "Default of retention.ms, in hours."),
-    _broker("log.retention.bytes", LONG, "-1", "Default of retention.bytes.", _DYNAMIC),
+    _broker("log.retention.bytes", LONG, "-1", "Default of retention.bytes."),
     _broker("log.retention.check.interval.ms", LONG, "300000", "How often retention runs.", minimum=1),
-    _broker("log.cleanup.policy", LIST, "delete", "Default of cleanup.policy.", _DYNAMIC,
+    _broker("log.cleanup.policy", LIST, "delete", "Default of cleanup.policy.",
             choices=("compact", "delete")),
-    _broker("log.index.size.max.bytes", INT, "10485760", "Default of segment.index.bytes.", _DYNAMIC),
-    _broker("log.index.interval.bytes", INT, "4096", "Default of index.interval.bytes.", _DYNAMIC),
-    _broker("log.flush.interval.messages", LONG, LONG_MAX, "Default of flush.messages.", _DYNAMIC),
+    _broker("log.index.size.max.bytes", INT, "10485760", "Default of segment.index.bytes."),
+    _broker("log.index.interval.bytes", INT, "4096", "Default of index.interval.bytes."),
+    _broker("log.flush.interval.messages", LONG, LONG_MAX, "Default of flush.messages."),
     _broker("log.flush.interval.ms", LONG, None,
-            "Default of flush.ms; log.flush.scheduler.interval.ms applies when unset.", _DYNAMIC),
+            "Default of flush.ms; log.flush.scheduler.interval.ms applies when unset."),
     _broker("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "How often logs are checked for a due flush."),
     _broker("log.flush.offset.checkpoint.interval.ms", INT, "60000", "How often recovery points are written."),
     _broker("log.flush.start.offset.checkpoint.interval.ms", INT, "60000",
             "How often log start offsets are written."),
-    _broker("log.segment.delete.delay.ms", LONG, "60000", "Default of file.delete.delay.ms.", _DYNAMIC),
-    _broker("log.preallocate", BOOLEAN, "false", "Default of preallocate.", _DYNAMIC),
-    _broker("log.message.timestamp.type", STRING, "CreateTime", "Default of message.timestamp.type.", _DYNAMIC),
-    _broker("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "Default of message.timestamp.before.max.ms.",
-            _DYNAMIC),
-    _broker("log.message.timestamp.after.max.ms", LONG, "3600000", "Default of message.timestamp.after.max.ms.",
-            _DYNAMIC),
-    _broker("log.local.retention.ms", LONG, "-2", "Default of local.retention.ms.", _DYNAMIC),
-    _broker("log.local.retention.bytes", LONG, "-2", "Default of local.retention.bytes.", _DYNAMIC),
+    _broker("log.segment.delete.delay.ms", LONG, "60000", "Default of file.delete.delay.ms."),
+    _broker("log.preallocate", BOOLEAN, "false", "Default of preallocate."),
+    _broker("log.message.timestamp.type", STRING, "CreateTime", "Default of message.timestamp.type."),
+    _broker("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "Default of message.timestamp.before.max.ms."),
+    _broker("log.message.timestamp.after.max.ms", LONG, "3600000", "Default of message.timestamp.after.max.ms."),
+    _broker("log.local.retention.ms", LONG, "-2", "Default of local.retention.ms."),
+    _broker("log.local.retention.bytes", LONG, "-2", "Default of local.retention.bytes."),
     _broker("log.dir.failure.timeout.ms", LONG, "30000", "How long a failed log directory may go unreported."),
     _broker("log.cleaner.enable", BOOLEAN, "true", "Run the log cleaner, which compacts compacted topics."),
-    _broker("log.cleaner.threads", INT, "1", "Threads of the log cleaner.", _DYNAMIC),
-    _broker("log.cleaner.backoff.ms", LONG, "15000", "Pause of the cleaner when nothing needs cleaning.", _DYNAMIC),
-    _broker("log.cleaner.dedupe.buffer.size", LONG, "134217728", "Memory the cleaner uses to deduplicate keys.",
-            _DYNAMIC),
-    _broker("log.cleaner.io.buffer.size", INT, "524288", "I/O buffer memory of the cleaner.", _DYNAMIC),
-    _broker("log.cleaner.io.buffer.load.factor", DOUBLE, "0.9", "Fill factor of the cleaner's dedupe buffer.",
-            _DYNAMIC),
+    _broker("log.cleaner.threads", INT, "1", "Threads of the log cleaner."),
+    _broker("log.cleaner.backoff.ms", LONG, "15000", "Pause of the cleaner when nothing needs cleaning."),
+    _broker("log.cleaner.dedupe.buffer.size", LONG, "134217728", "Memory the cleaner uses to deduplicate keys."),
+    _broker("log.cleaner.io.buffer.size", INT, "524288", "I/O buffer memory of the cleaner."),
+    _broker("log.cleaner.io.buffer.load.factor", DOUBLE, "0.9", "Fill factor of the cleaner's dedupe buffer."),
     _broker("log.cleaner.io.max.bytes.per.second", DOUBLE, "1.7976931348623157E308",
-            "I/O rate limit of the cleaner.", _DYNAMIC),
-    _broker("log.cleaner.min.cleanable.ratio", DOUBLE, "0.5", "Default of min.cleanable.dirty.ratio.", _DYNAMIC),
-    _broker("log.cleaner.delete.retention.ms", LONG, "86400000", "Default of delete.retention.ms.", _DYNAMIC),
-    _broker("log.cleaner.min.compaction.lag.ms", LONG, "0", "Default of min.compaction.lag.ms.", _DYNAMIC),
-    _broker("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, "Default of max.compaction.lag.ms.", _DYNAMIC),
+            "I/O rate limit of the cleaner."),
+    _broker("log.cleaner.min.cleanable.ratio", DOUBLE, "0.5", "Default of min.cleanable.dirty.ratio."),
+    _broker("log.cleaner.delete.retention.ms", LONG, "86400000", "Default of delete.retention.ms."),
+    _broker("log.cleaner.min.compaction.lag.ms", LONG, "0", "Default of min.compaction.lag.ms."),
+    _broker("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, "Default of max.compaction.lag.ms."),
     _broker("remote.log.storage.system.enable", BOOLEAN, "false", "Enable tiered storage on this broker."),
+    _broker("remote.log.index.file.cache.total.size.bytes", LONG, "1073741824",
+            "Disk space of tiered storage's index cache (no effect here).", minimum=1),
+    _broker("remote.fetch.max.wait.ms", INT, "500", "Wait of a fetch from tiered storage (no effect here).",
+            minimum=1),
+    _broker("remote.list.offsets.request.timeout.ms", LONG, "30000",
+            "Timeout of an offset look-up in tiered storage (no effect here).", minimum=1),
+    _broker("remote.log.manager.copy.max.bytes.per.second", LONG, LONG_MAX,
+            "Copy rate to tiered storage (no effect here).", minimum=1),
+    _broker("remote.log.manager.fetch.max.bytes.per.second", LONG, LONG_MAX,
+            "Fetch rate from tiered storage (no effect here).", minimum=1),
+    _broker("remote.log.manager.copier.thread.pool.size", INT, "10",
+            "Threads copying segments to tiered storage (no effect here).", minimum=1),
+    _broker("remote.log.manager.expiration.thread.pool.size", INT, "10",
+            "Threads expiring tiered segments (no effect here).", minimum=1),
+    _broker("remote.log.manager.follower.thread.pool.size", INT, "2",
+            "Threads of followers' tiered storage work (no effect here).", minimum=1),
+    _broker("remote.log.reader.threads", INT, "10", "Threads reading tiered storage (no effect here).", minimum=1),
     # replication
     _broker("replica.lag.time.max.ms", LONG, "30000", "Time after which a silent follower leaves the ISR."),
     _broker("replica.fetch.max.bytes", INT, "1048576", "Bytes a follower fetches per partition."),
@@ -486,13 +639,12 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
     _broker("transaction.remove.expired.transaction.cleanup.interval.ms", INT, "3600000",
             "How often expired transactional ids are removed."),
     _broker("transaction.partition.verification.enable", BOOLEAN, "true",
-            "Check that a partition joined the transaction before accepting its writes.", _DYNAMIC),
+            "Check that a partition joined the transaction before accepting its writes."),
     _broker("add.partitions.to.txn.retry.backoff.ms", INT, "20",
             "Pause between a partition leader's retries of a transaction coordinator that answered it is busy."),
     _broker("add.partitions.to.txn.retry.backoff.max.ms", INT, "100",
             "How long a partition leader retries a busy transaction coordinator before answering the producer."),
-    _broker("producer.id.expiration.ms", INT, "86400000", "Idle time after which a producer id's state expires.",
-            _DYNAMIC),
+    _broker("producer.id.expiration.ms", INT, "86400000", "Idle time after which a producer id's state expires."),
     _broker("producer.id.expiration.check.interval.ms", INT, "600000", "How often expired producer ids are removed."),
     # KRaft metadata
     _broker("metadata.log.dir", STRING, None, "Directory of the cluster metadata log."),
@@ -507,67 +659,60 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
     _broker("quota.window.size.seconds", INT, "1", "Time span of one client quota sample."),
     _broker("replication.quota.window.num", INT, "11", "Samples kept for replication quotas."),
     _broker("replication.quota.window.size.seconds", INT, "1", "Time span of one replication quota sample."),
-    _broker("metric.reporters", LIST, "", "Classes that receive the broker's metrics.", _DYNAMIC),
+    _broker("metric.reporters", LIST, "org.apache.kafka.common.metrics.JmxReporter",
+            "Classes that receive the broker's metrics (no effect here)."),
+    _broker("config.providers", LIST, "", "Classes that resolve config variables (no effect here)."),
     _broker("metrics.num.samples", INT, "2", "Samples kept to compute metrics."),
     _broker("metrics.sample.window.ms", LONG, "30000", "Time span of one metrics sample."),
     _broker("metrics.recording.level", STRING, "INFO", "Highest level of metrics recorded."),
+    _broker("telemetry.max.bytes", INT, "1048576", "Largest client metrics payload a PushTelemetry may carry."),
     # security
     _broker("authorizer.class.name", STRING, "", "Class that authorizes requests; empty means none."),
-    _broker("sasl.enabled.mechanisms", LIST, "GSSAPI", "SASL mechanisms the broker offers.", _DYNAMIC),
-    _broker("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism between brokers.", _DYNAMIC),
-    _broker("ssl.protocol", STRING, "TLSv1.3", "TLS protocol of the SSL context.", _DYNAMIC),
-    _broker("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", "TLS protocols accepted.", _DYNAMIC),
-    _broker("ssl.client.auth", STRING, "none", "Whether TLS clients must present a certificate.", _DYNAMIC),
-    _broker("ssl.endpoint.identification.algorithm", STRING, "https", "Host name check of TLS peers.", _DYNAMIC),
-    _broker("ssl.keystore.type", STRING, "JKS", "Format of the key store.", _DYNAMIC),
-    _broker("ssl.keystore.location", STRING, None, "Path of the key store.", _DYNAMIC),
-    _broker("ssl.keystore.password", PASSWORD, None, "Password of the key store.", _DYNAMIC),
-    _broker("ssl.key.password", PASSWORD, None, "Password of the private key.", _DYNAMIC),
-    _broker("ssl.truststore.type", STRING, "JKS", "Format of the trust store.", _DYNAMIC),
-    _broker("ssl.truststore.location", STRING, None, "Path of the trust store.", _DYNAMIC),
-    _broker("ssl.truststore.password", PASSWORD, None, "Password of the trust store.", _DYNAMIC),
-    _broker("ssl.keystore.certificate.chain", PASSWORD, None, "PEM certificate chain of the key store.", _DYNAMIC),
-    _broker("ssl.keystore.key", PASSWORD, None, "PEM private key of the key store.", _DYNAMIC),
-    _broker("ssl.truststore.certificates", PASSWORD, None, "PEM certificates of the trust store.", _DYNAMIC),
-    _broker("ssl.cipher.suites", LIST, "", "Cipher suites TLS may use; empty means the defaults.", _DYNAMIC),
+    _broker("sasl.enabled.mechanisms", LIST, "GSSAPI", "SASL mechanisms the broker offers."),
+    _broker("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism between brokers."),
+    _broker("ssl.protocol", STRING, "TLSv1.3", "TLS protocol of the SSL context."),
+    _broker("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", "TLS protocols accepted."),
+    _broker("ssl.client.auth", STRING, "none", "Whether TLS clients must present a certificate."),
+    _broker("ssl.endpoint.identification.algorithm", STRING, "https", "Host name check of TLS peers."),
+    _broker("ssl.keystore.type", STRING, "JKS", "Format of the key store."),
+    _broker("ssl.keystore.location", STRING, None, "Path of the key store."),
+    _broker("ssl.keystore.password", PASSWORD, None, "Password of the key store."),
+    _broker("ssl.key.password", PASSWORD, None, "Password of the private key."),
+    _broker("ssl.truststore.type", STRING, "JKS", "Format of the trust store."),
+    _broker("ssl.truststore.location", STRING, None, "Path of the trust store."),
+    _broker("ssl.truststore.password", PASSWORD, None, "Password of the trust store."),
+    _broker("ssl.keystore.certificate.chain", PASSWORD, None, "PEM certificate chain of the key store."),
+    _broker("ssl.keystore.key", PASSWORD, None, "PEM private key of the key store."),
+    _broker("ssl.truststore.certificates", PASSWORD, None, "PEM certificates of the trust store."),
+    _broker("ssl.cipher.suites", LIST, "", "Cipher suites TLS may use; empty means the defaults."),
     _broker("ssl.principal.mapping.rules", STRING, "DEFAULT", "Rules that turn a certificate subject into a "
             "principal name."),
-    _broker("ssl.keymanager.algorithm", STRING, "SunX509", "Java key manager algorithm (no effect here).", _DYNAMIC),
-    _broker("ssl.trustmanager.algorithm", STRING, "PKIX", "Java trust manager algorithm (no effect here).",
-            _DYNAMIC),
-    _broker("ssl.secure.random.implementation", STRING, None, "Java random generator of TLS (no effect here).",
-            _DYNAMIC),
-    _broker("ssl.engine.factory.class", CLASS, None, "Java TLS engine factory (no effect here).", _DYNAMIC),
-    _broker("ssl.provider", STRING, None, "Java security provider of TLS (no effect here).", _DYNAMIC),
-    _broker("ssl.allow.dn.changes", BOOLEAN, "false", "Whether a reloaded key store may change its subject.",
-            _DYNAMIC),
-    _broker("ssl.allow.san.changes", BOOLEAN, "false", "Whether a reloaded key store may change its names.",
-            _DYNAMIC),
+    _broker("ssl.keymanager.algorithm", STRING, "SunX509", "Java key manager algorithm (no effect here)."),
+    _broker("ssl.trustmanager.algorithm", STRING, "PKIX", "Java trust manager algorithm (no effect here)."),
+    _broker("ssl.secure.random.implementation", STRING, None, "Java random generator of TLS (no effect here)."),
+    _broker("ssl.engine.factory.class", CLASS, None, "Java TLS engine factory (no effect here)."),
+    _broker("ssl.provider", STRING, None, "Java security provider of TLS (no effect here)."),
+    _broker("ssl.allow.dn.changes", BOOLEAN, "false", "Whether a reloaded key store may change its subject."),
+    _broker("ssl.allow.san.changes", BOOLEAN, "false", "Whether a reloaded key store may change its names."),
     _broker("principal.builder.class", CLASS,
             "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
             "Class that builds a connection's principal."),
+    _broker("sasl.jaas.config", PASSWORD, None, "JAAS login context of a listener's SASL mechanism."),
     _broker("super.users", STRING, None, "Principals the authorizer allows everything (User:a;User:b)."),
     _broker("allow.everyone.if.no.acl.found", BOOLEAN, "false", "Whether a resource without ACLs is open to all."),
     _broker("connection.failed.authentication.delay.ms", INT, "100", "How long a refused client waits for its "
             "answer and the close."),
     _broker("sasl.server.max.receive.size", INT, "524288", "Largest SASL token accepted before authentication."),
-    _broker("sasl.kerberos.service.name", STRING, None, "Kerberos service name (no effect here).", _DYNAMIC),
-    _broker("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command (no effect here).",
-            _DYNAMIC),
-    _broker("sasl.kerberos.min.time.before.relogin", LONG, "60000", "Kerberos relogin pause (no effect here).",
-            _DYNAMIC),
-    _broker("sasl.kerberos.ticket.renew.jitter", DOUBLE, "0.05", "Kerberos renewal jitter (no effect here).",
-            _DYNAMIC),
-    _broker("sasl.kerberos.ticket.renew.window.factor", DOUBLE, "0.8", "Kerberos renewal point (no effect here).",
-            _DYNAMIC),
-    _broker("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Kerberos name rules (no effect here).",
-            _DYNAMIC),
-    _broker("sasl.login.refresh.window.factor", DOUBLE, "0.8", "Login refresh point (no effect here).", _DYNAMIC),
-    _broker("sasl.login.refresh.window.jitter", DOUBLE, "0.05", "Login refresh jitter (no effect here).",
-            _DYNAMIC),
-    _broker("sasl.login.refresh.min.period.seconds", SHORT, "60", "Login refresh pause (no effect here).",
-            _DYNAMIC),
-    _broker("sasl.login.refresh.buffer.seconds", SHORT, "300", "Login refresh margin (no effect here).", _DYNAMIC),
+    _broker("sasl.kerberos.service.name", STRING, None, "Kerberos service name (no effect here)."),
+    _broker("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command (no effect here)."),
+    _broker("sasl.kerberos.min.time.before.relogin", LONG, "60000", "Kerberos relogin pause (no effect here)."),
+    _broker("sasl.kerberos.ticket.renew.jitter", DOUBLE, "0.05", "Kerberos renewal jitter (no effect here)."),
+    _broker("sasl.kerberos.ticket.renew.window.factor", DOUBLE, "0.8", "Kerberos renewal point (no effect here)."),
+    _broker("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Kerberos name rules (no effect here)."),
+    _broker("sasl.login.refresh.window.factor", DOUBLE, "0.8", "Login refresh point (no effect here)."),
+    _broker("sasl.login.refresh.window.jitter", DOUBLE, "0.05", "Login refresh jitter (no effect here)."),
+    _broker("sasl.login.refresh.min.period.seconds", SHORT, "60", "Login refresh pause (no effect here)."),
+    _broker("sasl.login.refresh.buffer.seconds", SHORT, "300", "Login refresh margin (no effect here)."),
     _broker("sasl.oauthbearer.jwks.endpoint.url", STRING, None, "Where the keys that sign OAuth tokens are "
             "(file: URLs here)."),
     _broker("sasl.oauthbearer.jwks.endpoint.refresh.ms", LONG, "3600000", "Reload period of the keys (no effect "
@@ -605,48 +750,95 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
 
 def describe_topic_configs(broker, topic: str) -> list[ConfigEntry]:
     """Every topic config of `topic`, sorted by name, as Kafka describes it. A name without overrides (a topic
-    about to be created, say) is described with the broker's defaults."""
+    about to be created, say) is described with the broker's defaults. A broker emulating a Kafka 3.x release
+    (`broker.emulated_release`) also lists the topic configs Kafka 4.0 removed, with 3.x's defaults."""
     overrides = broker.logs.topic_overrides.get(topic, {})
     modeled = broker.logs.log_config(topic).to_topic_properties()
-    static = _static_broker_properties(broker)
-    return [_topic_entry(key, overrides, modeled, static) for key in sorted(TOPIC_CONFIGS.values(),
-                                                                          key=lambda key: key.name)]
+    layers = broker_layers(broker)
+    keys = list(TOPIC_CONFIGS.values())
+    if accepts_removed_topic_configs(getattr(broker, "emulated_release", None)):
+        keys += removed_topic_configs(broker.emulated_release).values()
+    return [_topic_entry(key, overrides, modeled, layers) for key in sorted(keys, key=lambda key: key.name)]
 
 
 def _topic_entry(key: ConfigKey, overrides: Mapping[str, str], modeled: Mapping[str, str],
-                 static: Mapping[str, Any]) -> ConfigEntry:
-    synonyms = _broker_level_synonyms(key.synonyms[0], key.synonyms, static, None) if key.synonyms else []
+                 layers: list) -> ConfigEntry:
+    synonyms = _broker_level_synonyms(key.synonyms[0], key.synonyms, layers, None) if key.synonyms else []
     if key.name in overrides:
         synonyms.insert(0, (key.name, _safe_text(key, overrides[key.name]), DYNAMIC_TOPIC_CONFIG))
-    value = _topic_value(key, overrides, modeled, static)
+    value = _topic_value(key, overrides, modeled, layers)
     return ConfigEntry(key.name, None if key.sensitive else value, False,
                        synonyms[0][2] if synonyms else DEFAULT_CONFIG, key.sensitive, key.type, key.doc, synonyms)
 
 
 def _topic_value(key: ConfigKey, overrides: Mapping[str, str], modeled: Mapping[str, str],
-                 static: Mapping[str, Any]) -> str | None:
+                 layers: list) -> str | None:
     """The effective value: the override as given (normalized), else what storage computed from the broker's
     settings (time units converted), else the broker-level synonym, else Kafka's default."""
     if key.name in overrides:
         return _safe_text(key, overrides[key.name])
     if key.name in modeled:
         return modeled[key.name]
-    for synonym in key.synonyms:
-        if synonym in static:
-            return _safe_text(key, static[synonym])
+    for properties, _ in layers:
+        for synonym in key.synonyms:
+            if synonym in properties:
+                return _safe_text(key, properties[synonym])
     return key.default
 
 
 def describe_broker_configs(broker) -> list[ConfigEntry]:
-    """Every catalogued broker config of this broker (node `broker.node_id`), sorted by name."""
-    static = _static_broker_properties(broker)
-    return [_broker_entry(broker, key, static) for key in sorted(BROKER_CONFIGS.values(), key=lambda key: key.name)]
+    """Every catalogued broker config of this broker (node `broker.node_id`), sorted by name, with its effective
+    value (per-broker dynamic, cluster-wide dynamic default, static, default: the first set), and the names set
+    dynamically that the catalogue does not know (Kafka keeps such custom names; their type is unknown)."""
+    layers = broker_layers(broker)
+    names = set(BROKER_CONFIGS)
+    for properties, source in layers:
+        if source != STATIC_BROKER_CONFIG:
+            names.update(properties)
+    return [_broker_entry(broker, _key_of(name), layers) for name in sorted(names)]
 
 
-def _broker_entry(broker, key: ConfigKey, static: Mapping[str, Any]) -> ConfigEntry:
-    synonyms = _broker_level_synonyms(key.name, broker_synonyms(key.name), static, broker)
-    value = _safe_text(key, static[key.name]) if key.name in static else _default_text(broker, key)
-    return ConfigEntry(key.name, None if key.sensitive else value, not key.dynamic,
+def describe_default_broker_configs(broker) -> list[ConfigEntry]:
+    """The cluster-wide dynamic defaults (BROKER resource ""): only the names set there, as Kafka lists them."""
+    layers = [(properties, source) for properties, source in broker_layers(broker)
+              if source == DYNAMIC_DEFAULT_BROKER_CONFIG]
+    return [_broker_entry(broker, _key_of(name), layers, default_level=True) for name in sorted(layers[0][0])]
+
+
+LISTENER_PREFIX = "listener.name."
+
+
+def listener_base_name(name: str) -> str:
+    """The broker config a listener's own config stands for: `listener.name.<l>.<name>` (or
+    `listener.name.<l>.<mechanism>.<name>`) -> `<name>`; any other name is itself."""
+    if not name.startswith(LISTENER_PREFIX):
+        return name
+    rest = name[len(LISTENER_PREFIX):].partition(".")[2]
+    return rest if rest in BROKER_CONFIGS else rest.partition(".")[2] or rest
+
+
+def _key_of(name: str) -> ConfigKey:
+    """The catalogue entry of a broker config name; a listener's own has its base name's type (a secret stays
+    hidden) and is not itself in Kafka's dynamic list; a custom name has an unknown type."""
+    key = BROKER_CONFIGS.get(name)
+    if key is not None:
+        return key
+    base = BROKER_CONFIGS.get(listener_base_name(name))
+    if base is not None:
+        return dataclasses.replace(base, name=name, dynamic=False)
+    return ConfigKey(name, UNKNOWN_TYPE, None, None, dynamic=name in DYNAMIC_NAMES)
+
+
+def _broker_entry(broker, key: ConfigKey, layers: list, *, default_level: bool = False) -> ConfigEntry:
+    synonyms = _broker_level_synonyms(key.name, broker_synonyms(key.name), layers, broker)
+    if default_level:  # the cluster default resource shows its own layer only
+        synonyms = [synonym for synonym in synonyms if synonym[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+    value = next((_broker_text(key.name, properties[key.name]) for properties, _ in layers
+                  if key.name in properties), None)
+    if value is None and not default_level and not any(key.name in properties for properties, _ in layers):
+        value = _default_text(broker, key)
+    read_only = not (key.dynamic or key.name in DYNAMIC_NAMES)
+    return ConfigEntry(key.name, None if key.sensitive else value, read_only,
                        synonyms[0][2] if synonyms else DEFAULT_CONFIG, key.sensitive, key.type, key.doc, synonyms)
 
 
@@ -662,17 +854,19 @@ def _default_text(broker, key: ConfigKey) -> str | None:
     return to_text(key.type, broker.config.get(key.name))
 
 
-def _broker_level_synonyms(primary: str, names: tuple[str, ...], static: Mapping[str, Any],
+def _broker_level_synonyms(primary: str, names: tuple[str, ...], layers: list,
                            broker) -> list[tuple[str, str | None, int]]:
-    """Kafka's synonym list: the statically set names, then the names with a default, keeping only what follows
-    the first mention of `primary` (a name of the group with higher precedence than `primary` is left out).
-    With `broker`, the defaults where we deviate from Kafka are ours."""
+    """Kafka's synonym list: the names set per broker dynamically, then as cluster-wide dynamic defaults, then
+    statically, then the names with a default, keeping only what follows the first mention of `primary` (a name of
+    the group with higher precedence than `primary` is left out). With `broker`, the defaults where we deviate from
+    Kafka are ours."""
     found = []
+    for properties, source in layers:
+        for name in names:
+            if name in properties:
+                found.append((name, _broker_text(name, properties[name]), source))
     for name in names:
-        if name in static:
-            found.append((name, _broker_text(name, static[name]), STATIC_BROKER_CONFIG))
-    for name in names:
-        key = BROKER_CONFIGS.get(name)
+        key = BROKER_CONFIGS.get(name) or REMOVED_BROKER_CONFIGS.get(name)
         default = None if key is None else _default_text(broker, key)
         if default is not None:
             found.append((name, None if key.sensitive else default, DEFAULT_CONFIG))
@@ -681,14 +875,25 @@ def _broker_level_synonyms(primary: str, names: tuple[str, ...], static: Mapping
     return found
 
 
+def broker_layers(broker) -> list[tuple[Mapping[str, Any], int]]:
+    """Where a broker-level value may come from, highest precedence first: (properties, ConfigSource). The dynamic
+    ones are kept by `compatbroker.dynamic_config` in `broker.cluster.broker_configs` (absent: none)."""
+    store = getattr(getattr(broker, "cluster", None), "broker_configs", None)
+    per_broker = store.broker(broker.node_id) if store is not None else {}
+    defaults = store.defaults() if store is not None else {}
+    return [(per_broker, DYNAMIC_BROKER_CONFIG), (defaults, DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (_static_broker_properties(broker), STATIC_BROKER_CONFIG)]
+
+
 def _static_broker_properties(broker) -> dict[str, Any]:
     """What the operator set (server.properties and --set), under Kafka's names."""
-    return {name: value for name, value in broker.config.properties.items() if value is not None}
+    config = getattr(broker, "static_config", None) or broker.config
+    return {name: value for name, value in config.properties.items() if value is not None}
 
 
 def _broker_text(name: str, value: Any) -> str | None:
-    key = BROKER_CONFIGS.get(name)
-    if key is None:
+    key = REMOVED_BROKER_CONFIGS.get(name) or _key_of(name)
+    if key.type == UNKNOWN_TYPE:
         return to_text(UNKNOWN_TYPE, value)
     return None if key.sensitive else _safe_text(key, value)
 

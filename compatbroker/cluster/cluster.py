@@ -46,6 +46,10 @@ class Cluster:
         self._rebalancer: asyncio.Task | None = None
         # ACLs, SCRAM users and TLS contexts: one for the whole cluster, as Kafka keeps them in its metadata
         self.security = BrokerSecurity(config.security, config.data_dir)
+        # the dynamic broker configs and the client telemetry, one each per cluster, made on first use by
+        # compatbroker.dynamic_config.store_of and compatbroker.telemetry.telemetry_of
+        self.broker_configs = None
+        self.client_telemetry = None
 
     def add_node(self, node) -> None:
         if node.node_id in self.nodes:

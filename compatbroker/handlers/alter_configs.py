@@ -11,10 +11,14 @@ Behaviour, as Kafka's (a broker that forwards to its controller, whose checks co
   every partition: segment size and age, retention, cleanup policy, max.message.bytes, timestamp type and
   compression (recompression on append) take effect from the next append or storage pass. When the disk refuses
   the file, that resource answers UNKNOWN_SERVER_ERROR without a message (one WARNING line in the log).
-- BROKER (4): the name must be this node's id or empty (the cluster-wide default), otherwise INVALID_REQUEST. A
+- BROKER (4): the name must be this node's id or empty (the cluster-wide default), otherwise INVALID_REQUEST. The
+  given configs become that resource's whole set of dynamic broker configs (`compatbroker.dynamic_config`): a
   broker config Kafka cannot change at run time answers INVALID_REQUEST ("Cannot update these configs
-  dynamically"), as do a listener or security config set cluster-wide or without a listener prefix, and a value
-  of the wrong type (Kafka reports broker-side validation failures as INVALID_REQUEST).
+  dynamically: Set(...)"), as do an SSL store config without a listener prefix, a value of the wrong type or range
+  (ConfigDef's message), a per-broker config (listeners, security) set cluster-wide, and a thread count beyond
+  half or double its value (Kafka reports broker-side validation failures as INVALID_REQUEST). The change is kept
+  cluster-wide (`broker-configs.json`, read at start) and applied at once to the nodes it concerns; when the disk
+  refuses the file, UNKNOWN_SERVER_ERROR without a message.
 - GROUP (32): the given keys become the group's whole set of group configs (Kafka 4.2's names,
   `compatbroker.coordinator.group_config`), whether or not the group exists. An empty name answers
   INVALID_REQUEST ("Default group resources are not allowed."); an unknown name, a value of the wrong type or
@@ -23,17 +27,17 @@ Behaviour, as Kafka's (a broker that forwards to its controller, whose checks co
   `group.share.min/max.record.lock.duration.ms`) or a session timeout not above the heartbeat interval answers
   INVALID_CONFIG with Kafka's message. The change is kept cluster-wide (`group-configs.json` beside the cluster
   metadata, read at start) and read by the coordinators from their next decision on.
+- CLIENT_METRICS (16): the given keys become the whole config set of the KIP-714 client metrics subscription of
+  that name (an empty set deletes it), after Kafka's checks (`compatbroker.telemetry.client_metrics_config`:
+  INVALID_REQUEST or INVALID_CONFIG with Kafka's message); kept cluster-wide, seen by clients at their next
+  GetTelemetrySubscriptions.
 - BROKER_LOGGER (8) and any other type: INVALID_REQUEST (loggers only change through IncrementalAlterConfigs).
 - Authorization, where Kafka's controller checks it (after the checks above that a Kafka broker makes before
   forwarding: duplicates, null values, a BROKER resource's name and keys): ALTER_CONFIGS on the topic for TOPIC
   (else TOPIC_AUTHORIZATION_FAILED, whether or not the topic exists), on the cluster for BROKER (else
-  CLUSTER_AUTHORIZATION_FAILED), on the group for GROUP (else GROUP_AUTHORIZATION_FAILED); a denied resource is
-  not changed.
+  CLUSTER_AUTHORIZATION_FAILED), on the cluster for CLIENT_METRICS before its checks, on the group for GROUP (else
+  GROUP_AUTHORIZATION_FAILED); a denied resource is not changed.
 - `validate_only` runs every check and changes nothing.
-
-Deviations: a broker config change that Kafka would accept is refused with POLICY_VIOLATION (unless
-`validate_only`): compatbroker reads its broker configs at start-up only (server.properties, `--set`). The
-CLIENT_METRICS resource of Kafka 4 answers INVALID_REQUEST.
 """
 from __future__ import annotations
 
@@ -41,14 +45,15 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from .. import topic_names
-from ..config_catalog import BROKER_CONFIGS, parse_value
+from .. import dynamic_config, topic_names
 from ..coordinator import group_config
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import AlterConfigsResponse
 from ..security.acls.types import AclOperation
 from ..storage.log_config import ConfigError
-from .describe_configs import BROKER, GROUP, TOPIC, ResourceError, authorize_config_resource, check_node_id
+from ..telemetry import client_metrics_config
+from .describe_configs import (BROKER, CLIENT_METRICS, GROUP, TOPIC, ResourceError, authorize_config_resource,
+                               check_node_id)
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +63,6 @@ if TYPE_CHECKING:
 API_KEY = 33
 MIN_VERSION = 0
 MAX_VERSION = 2
-
-_PER_BROKER_ONLY = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
-_LISTENER_PREFIX = "listener.name."
 
 Response = AlterConfigsResponse.AlterConfigsResourceResponse
 
@@ -78,7 +80,7 @@ def _alter(ctx: RequestContext, resource, validate_only: bool) -> None:
     def authorize():
         authorize_config_resource(ctx, AclOperation.ALTER_CONFIGS, resource)
 
-    if resource.resource_type in (TOPIC, GROUP):
+    if resource.resource_type in (TOPIC, GROUP, CLIENT_METRICS):
         authorize()
     if resource.resource_type == TOPIC:
         change_topic(broker, resource.resource_name, overrides, validate_only)
@@ -86,6 +88,8 @@ def _alter(ctx: RequestContext, resource, validate_only: bool) -> None:
         change_broker(broker, resource.resource_name, overrides, validate_only, authorize=authorize)
     elif resource.resource_type == GROUP:
         change_group(broker, resource.resource_name, overrides, validate_only)
+    elif resource.resource_type == CLIENT_METRICS:
+        change_client_metrics(broker, resource.resource_name, overrides, validate_only)
     else:
         raise ResourceError(ErrorCode.INVALID_REQUEST, f"resource type {resource.resource_type} cannot be altered here")
 
@@ -167,34 +171,35 @@ def change_group(broker, group_id: str, overrides: Mapping[str, str], validate_o
     log.info("group %s: group configs are now %s", group_id, dict(overrides) or "the broker's")
 
 
+def change_client_metrics(broker, name: str, configs: Mapping[str, str], validate_only: bool) -> None:
+    """Make `configs` the whole set of the client metrics subscription `name` (KIP-714; an empty set deletes it),
+    after Kafka's checks (`compatbroker.telemetry.client_metrics_config`)."""
+    try:
+        if validate_only:
+            client_metrics_config.validate(name, configs)
+        else:
+            client_metrics_config.apply(broker, name, configs)
+    except client_metrics_config.ClientMetricsConfigError as exc:
+        raise ResourceError(exc.error_code, exc.message) from None
+
+
 def change_broker(broker, name: str, properties: Mapping[str, str], validate_only: bool, *,
                   authorize: Callable[[], None]) -> None:
-    """Kafka's checks of a dynamic broker config change, then `authorize()` (which raises ResourceError when the
-    principal may not: Kafka's broker checks before forwarding, its controller authorizes after); a change that
-    passes is refused (see the module's deviations) unless it only validates or changes nothing."""
+    """Make `properties` the whole set of dynamic configs of BROKER resource `name` ("" for the cluster default,
+    else this node's id): Kafka's checks (`compatbroker.dynamic_config.validate`), then `authorize()` (which raises
+    ResourceError when the principal may not: Kafka's broker checks before forwarding, its controller authorizes
+    after), then kept and applied live."""
     if name:
         check_node_id(broker, name)
-    _refuse(sorted(key for key in properties if key in BROKER_CONFIGS and not BROKER_CONFIGS[key].dynamic),
-            "these broker configs only change with a restart")
-    _refuse(sorted(key for key in properties if key.startswith(("ssl.", "sasl.")) and key in BROKER_CONFIGS),
-            "security configs change per listener only, under listener.name.<listener>.")
-    for key, value in properties.items():
-        if key in BROKER_CONFIGS:
-            try:
-                parse_value(BROKER_CONFIGS[key], value)
-            except (TypeError, ValueError) as exc:
-                raise ResourceError(ErrorCode.INVALID_REQUEST,
-                                    f"{key}={value!r}: {exc}") from None
-    if not name:
-        _refuse(sorted(key for key in properties if key in _PER_BROKER_ONLY or key.startswith(_LISTENER_PREFIX)),
-                "these configs belong to one broker, name its id to change")
+    try:
+        dynamic_config.validate(broker, name, properties)
+    except dynamic_config.DynamicConfigError as exc:
+        raise ResourceError(exc.code, exc.message) from None
     authorize()
-    if properties and not validate_only:
-        raise ResourceError(ErrorCode.POLICY_VIOLATION,
-                            "compatbroker reads broker configs at start-up only: set "
-                            f"{', '.join(sorted(properties))} in server.properties or with --set, then restart")
-
-
-def _refuse(names: list[str], reason: str) -> None:
-    if names:
-        raise ResourceError(ErrorCode.INVALID_REQUEST, f"{reason}: {', '.join(names)}")
+    if validate_only:
+        return
+    try:
+        dynamic_config.commit(broker, name, properties)
+    except OSError as exc:  # the disk refused the file: this resource's answer, as Kafka's ApiError
+        log.warning("could not store the dynamic broker configs of %s: %s", name or "the cluster", exc)
+        raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, None) from exc

@@ -16,7 +16,10 @@ Then topic by topic:
   created. `__cluster_metadata` answers INVALID_REQUEST. An illegal name (Kafka's rules, see `topic_names`) or one
   that collides with an existing topic ('.' versus '_') answers INVALID_TOPIC_EXCEPTION, an existing topic
   TOPIC_ALREADY_EXISTS.
-- Configs: a null value answers INVALID_CONFIG, and so does a name or value that storage refuses (ConfigError).
+- Configs: a null value answers INVALID_CONFIG, and so does a name or value that storage refuses (ConfigError). A
+  topic config Kafka 4.0 removed (`message.format.version`, `message.downconversion.enable`,
+  `message.timestamp.difference.max.ms`) answers INVALID_CONFIG "Unknown topic config name: <name>", as Kafka 4.x
+  does, unless the broker emulates Kafka 3.x (`--emulate 3.9` or `2.8`), which takes and describes them as 3.9 does.
 - Counts: num_partitions -1 takes `num.partitions`, replication_factor -1 takes `default.replication.factor`; 0 or
   below -1 answers INVALID_REPLICATION_FACTOR (checked first) or INVALID_PARTITIONS. The controller places the
   replicas (Kafka's rack-aware striping, `compatbroker.cluster.placement`); a replication factor above the nodes
@@ -290,7 +293,7 @@ def _config_results(broker, name: str, overrides: dict[str, str], *, created: bo
     for entry in config_catalog.describe_topic_configs(broker, name):
         value, source = entry.value, entry.source
         if not created and entry.name in overrides:
-            value = config_catalog.normalized(config_catalog.TOPIC_CONFIGS[entry.name], overrides[entry.name])
+            value = config_catalog.normalized(config_catalog.topic_config_key(entry.name), overrides[entry.name])
             source = config_catalog.DYNAMIC_TOPIC_CONFIG
         results.append(ConfigResult(name=entry.name, value=None if entry.is_sensitive else value,
                                     read_only=entry.read_only, config_source=source,

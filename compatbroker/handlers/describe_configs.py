@@ -5,13 +5,18 @@ Behaviour, as Kafka's:
   and CLIENT_METRICS (else CLUSTER_AUTHORIZATION_FAILED), on the topic for TOPIC (else TOPIC_AUTHORIZATION_FAILED,
   whether or not it exists), on the group for GROUP (else GROUP_AUTHORIZATION_FAILED); a denied resource answers
   the error with Kafka's message and no configs.
-- TOPIC (2): every topic config Kafka has, defaults included, with its value, source (1 topic override, 4 set in
-  the broker's properties, 5 default), read_only false and, when asked, synonyms (v1+: the topic override, then the
-  broker-level names that could supply the value) and documentation (v3+); see `compatbroker.config_catalog`. An
-  illegal name answers INVALID_TOPIC_EXCEPTION, a topic that does not exist UNKNOWN_TOPIC_OR_PARTITION.
-- BROKER (4): the name must be the id of the node answering, giving its catalogued broker configs (read_only
-  unless Kafka can change it at run time, secrets with a null value), or empty, giving the cluster-wide dynamic
-  defaults (none here). Another node's id or a name that is not a number answers INVALID_REQUEST with Kafka's
+- TOPIC (2): every topic config Kafka has, defaults included, with its value, source (1 topic override, 4 set in the
+  broker's properties, 2 and 3 a dynamic broker config, 5 default), read_only false and, when asked, synonyms (v1+:
+  the topic override, then the broker-level names that could supply the value) and documentation (v3+); see
+  `compatbroker.config_catalog`. An illegal name answers INVALID_TOPIC_EXCEPTION, a topic that does not exist
+  UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER (4): the name must be the id of the node answering, giving its catalogued broker configs with their
+  values in force (read_only unless Kafka 4.x can change it at run time, secrets with a null value) and the custom
+  names set dynamically; the source is where the value comes from, in Kafka's order: DYNAMIC_BROKER_CONFIG (2,
+  this node's dynamic config), DYNAMIC_DEFAULT_BROKER_CONFIG (3, the cluster-wide default), STATIC_BROKER_CONFIG
+  (4, server.properties or --set), DEFAULT_CONFIG (5), and the synonyms list every level that sets the name or its
+  synonyms (`compatbroker.dynamic_config`). An empty name gives the cluster-wide dynamic defaults: only the names
+  set there, each with source 3. Another node's id or a name that is not a number answers INVALID_REQUEST with Kafka's
   message (ConfigHelper): in a cluster the admin client sends each node's resource to that node.
 - BROKER_LOGGER (8): the name must be this node's id (empty or another answers INVALID_REQUEST, Kafka's messages);
   the entries are the process's loggers (and "root") with their levels, source DYNAMIC_BROKER_LOGGER_CONFIG.
@@ -25,8 +30,12 @@ Behaviour, as Kafka's:
   its one synonym the same name, value and source. An empty name answers INVALID_REQUEST ("Group name must not
   be empty").
 
-Deviations: Kafka lists entries in hash order, we sort them by name. The CLIENT_METRICS (16) resource of Kafka 4
-is not kept here and answers INVALID_REQUEST (once authorized); Kafka 4.2's `streams.*` group configs are not
+- CLIENT_METRICS (16): the KIP-714 client metrics subscription of that name, existing or not
+  (`compatbroker.telemetry.client_metrics_config`): `interval.ms`, `match`, `metrics`, each set one with source
+  CLIENT_METRICS_CONFIG (7) and itself as its synonym, the others their default with source 5. An empty name
+  answers INVALID_REQUEST ("Client metrics subscription name must not be empty").
+
+Deviations: Kafka lists entries in hash order, we sort them by name. Kafka 4.2's `streams.*` group configs are not
 listed (no streams groups here). Denied resources keep their place in the request's order (Kafka answers them
 last).
 """
@@ -40,6 +49,7 @@ from ..coordinator import group_config
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import DescribeConfigsResponse
 from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
+from ..telemetry import client_metrics_config
 
 if TYPE_CHECKING:
     from . import RequestContext
@@ -112,8 +122,8 @@ def _entries(broker, resource) -> list[ConfigEntry]:
     if resource.resource_type == TOPIC:
         return _topic_entries(broker, resource.resource_name)
     if resource.resource_type == BROKER:
-        if not resource.resource_name:
-            return []  # the cluster-wide dynamic defaults: this broker keeps none
+        if not resource.resource_name:  # the cluster-wide dynamic defaults
+            return config_catalog.describe_default_broker_configs(broker)
         if _node_id(resource.resource_name) != broker.node_id:  # the admin client asks each node for its own
             raise ResourceError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or "
                                                            f"empty string, but received {resource.resource_name}")
@@ -128,6 +138,11 @@ def _entries(broker, resource) -> list[ConfigEntry]:
                 for name, level in config_catalog.broker_loggers().items()]
     if resource.resource_type == GROUP:
         return _group_entries(broker, resource.resource_name)
+    if resource.resource_type == CLIENT_METRICS:
+        try:
+            return client_metrics_config.describe(broker, resource.resource_name)
+        except client_metrics_config.ClientMetricsConfigError as exc:
+            raise ResourceError(exc.error_code, exc.message) from None
     raise ResourceError(ErrorCode.INVALID_REQUEST,
                         f"resource type {resource.resource_type} is not kept by this broker")
 

@@ -4,7 +4,10 @@
   connections wait in the listen backlog) until one closes.
 - `max.connections.per.ip`: connections from one address. Over it, the new connection is closed at once and one
   INFO line says so. `max.connections.per.ip.overrides` sets other limits for some hosts or addresses; a host name
-  is resolved when the server starts and its limit applies to the addresses it resolves to.
+  is resolved when the server starts (and when the limits are reconfigured) and its limit applies to the addresses
+  it resolves to.
+
+The limits change at run time with the dynamic broker configs (`reconfigure`), from the next accept on.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ class ConnectionQuotas:
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self._overrides = dict(per_ip_overrides)  # address -> limit
+        self._configured_overrides: dict[str, int] = {}  # host -> limit, as configured (before resolving)
         self._per_ip: Counter[str] = Counter()
         self.total = 0
 
@@ -37,7 +41,18 @@ class ConnectionQuotas:
                                  f"{exc.strerror or exc}") from None
             for address in addresses:
                 overrides[address] = limit
-        return cls(config.max_connections, config.max_connections_per_ip, overrides)
+        quotas = cls(config.max_connections, config.max_connections_per_ip, overrides)
+        quotas._configured_overrides = dict(config.max_connections_per_ip_overrides)
+        return quotas
+
+    def reconfigure(self, config) -> None:
+        """Take the limits of a new BrokerConfig (dynamic broker configs); the connections counted stay. The override
+        hosts are resolved again only when the overrides changed. ValueError as from_config, with the limits left
+        as they were."""
+        if config.max_connections_per_ip_overrides != self._configured_overrides:
+            fresh = ConnectionQuotas.from_config(config)
+            self._overrides, self._configured_overrides = fresh._overrides, fresh._configured_overrides
+        self.max_connections, self.max_per_ip = config.max_connections, config.max_connections_per_ip
 
     @property
     def full(self) -> bool:

@@ -30,10 +30,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 
+from .. import dynamic_config
 from ..broker import Broker, build_cluster
 from ..cluster import Cluster
 from ..config import BrokerConfig, ConfigError, Endpoint, format_host_port, parse_endpoint
 from ..storage import StorageError
+from ..telemetry import telemetry_of
 from .hooks import RequestHooks, RuntimeService
 from .listeners import ListenError
 from .server import Server
@@ -110,13 +112,15 @@ class ClusterRuntime:
     `nodes` > 1 makes a cluster of brokers with ids 0..nodes-1 or `node_ids` (racks from `racks`, listeners from
     `node_listeners`, default `cluster_listeners(config, nodes)`); 1 is the single broker of `config`. `handlers`
     replaces the default handler registry; `finalized_transaction_version` the `transaction.version` level the
-    cluster finalizes (default: the broker's own)."""
+    cluster finalizes (default: the broker's own); `emulated_release` the Kafka release the toolkit's `--emulate`
+    stands in for (the nodes' `emulated_release`: Kafka 3.x's topic configs are then accepted)."""
 
     def __init__(self, config: BrokerConfig, *, nodes: int = 1, node_ids: Sequence[int] | None = None,
                  racks: Sequence[str | None] | None = None,
                  node_listeners: Sequence[tuple[Endpoint, ...]] | None = None,
                  handlers: Mapping[int, ModuleType] | None = None, hooks: RequestHooks | None = None,
-                 services: Sequence[RuntimeService] = (), finalized_transaction_version: int | None = None):
+                 services: Sequence[RuntimeService] = (), finalized_transaction_version: int | None = None,
+                 emulated_release: str | None = None):
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got {nodes}")
         self.config = config
@@ -128,6 +132,7 @@ class ClusterRuntime:
         self.hooks = hooks
         self.services = list(services)
         self.finalized_transaction_version = finalized_transaction_version
+        self.emulated_release = emulated_release
         self.service_lines: list[str] = []  # what the services asked to print once started
         self.cluster: Cluster | None = None
         self.servers: dict[int, Server] = {}  # node id -> its server, in id order
@@ -153,11 +158,14 @@ class ClusterRuntime:
             _close_listeners(servers)
             raise StartupError(str(exc)) from None
         try:
+            telemetry_of(cluster)  # reads the client metrics subscriptions
             cluster.startup()
         except (StorageError, OSError, ValueError) as exc:  # an unusable or foreign data directory
             _close_listeners(servers)
             raise StartupError(f"cannot load the data directory {config.data_dir}: {exc}") from None
         self.cluster, self.servers = cluster, servers
+        for server in servers.values():  # the connection limits follow the dynamic broker configs
+            dynamic_config.watch_connection_quotas(server)
         cluster.start_background_work()
         for server in servers.values():
             server.start_accepting()
@@ -177,9 +185,10 @@ class ClusterRuntime:
                                         node_listeners=listeners)
         except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
-        if self.finalized_transaction_version is not None:
-            for node in cluster.nodes.values():
+        for node in cluster.nodes.values():
+            if self.finalized_transaction_version is not None:
                 node.finalized_transaction_version = self.finalized_transaction_version
+            node.emulated_release = self.emulated_release
         return cluster
 
     async def _start_services(self) -> None:
@@ -209,6 +218,11 @@ class ClusterRuntime:
     def broker(self) -> Broker | None:
         """The first node (the only one of a single broker)."""
         return next(iter(self.cluster.nodes.values())) if self.cluster is not None else None
+
+    @property
+    def client_telemetry(self):
+        """The cluster's client telemetry (KIP-714, compatbroker.telemetry.ClientTelemetry); None when stopped."""
+        return telemetry_of(self.cluster) if self.cluster is not None else None
 
     @property
     def server(self) -> Server | None:

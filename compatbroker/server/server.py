@@ -14,7 +14,8 @@ shared by all its connections, and so is its pool of request memory (`queued.max
 Each connection is set up for the security protocol of the listener it arrived on (`broker.security.listener`:
 TLS, SASL; see `connection`).
 
-Accepting applies the connection limits (`max.connections`, `max.connections.per.ip`, see `connection_quotas`).
+Accepting applies the connection limits (`max.connections`, `max.connections.per.ip`, see `connection_quotas`),
+which `reconfigure_quotas()` changes at run time (the dynamic broker configs).
 When the process runs out of file descriptors, the listener pauses and retries every second while the existing
 connections go on being served; that is logged once when it starts and once when every waiting connection has
 been accepted again.
@@ -79,6 +80,15 @@ class Server:
     def start_accepting(self) -> None:
         self._accepting = True
         if not self.quotas.full:
+            self._listen_all()
+
+    def reconfigure_quotas(self, config) -> None:
+        """Apply the connection limits of a new BrokerConfig (dynamic broker configs) from the next accept; raising
+        `max.connections` above the connections held starts listening again, as a closing connection does.
+        ValueError (limits unchanged) for an override host that does not resolve."""
+        was_full = self.quotas.full
+        self.quotas.reconfigure(config)
+        if was_full and self._accepting and not self.quotas.full:
             self._listen_all()
 
     async def start(self) -> list[BoundListener]:

@@ -12,12 +12,14 @@ settings keep Kafka's fallbacks: `log.roll.ms` before `log.roll.hours`, `log.ret
 `log.retention.minutes` before `log.retention.hours`, `log.flush.interval.ms` before
 `log.flush.scheduler.interval.ms`.
 
-Topic-level names are those of Kafka's catalogue (`compatbroker.config_catalog.TOPIC_CONFIGS`). Every override is
-checked against the catalogue's type, range and allowed values, as Kafka does; the settings storage models become
-fields of LogConfig, the others (replication throttles, tiered storage, compression levels, ...) are only checked
-and stay in the topic's override map, where DescribeConfigs finds them. A name Kafka does not know is a ConfigError.
-As in Kafka, `min.compaction.lag.ms` may not exceed `max.compaction.lag.ms`, and `remote.storage.enable=true` is
-refused since this broker has no tiered storage.
+Topic-level names are those of Kafka's catalogue (`compatbroker.config_catalog.TOPIC_CONFIGS`, and the ones Kafka
+4.0 removed, which the handlers refuse unless the broker emulates Kafka 3.x: `message.timestamp.difference.max.ms`
+then bounds CreateTime timestamps both ways where the before/after settings are unset, as in 3.x; the other two are
+kept and described only). Every override is checked against the catalogue's type, range and allowed values, as Kafka
+does; the settings storage models become fields of LogConfig, the others (replication throttles, tiered storage,
+compression levels, ...) are only checked and stay in the topic's override map, where DescribeConfigs finds them. A
+name Kafka does not know is a ConfigError. As in Kafka, `min.compaction.lag.ms` may not exceed
+`max.compaction.lag.ms`, and `remote.storage.enable=true` is refused since this broker has no tiered storage.
 
 Deviation: Kafka 4 refuses `segment.bytes` below 1 MiB; we accept any size of at least one batch header so tests can
 roll segments cheaply.
@@ -29,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config_catalog import TOPIC_CONFIGS, parse_value
+from ..config_catalog import parse_value, topic_config_key
 
 LONG_MAX = 2**63 - 1
 """Java's Long.MAX_VALUE: Kafka's "never" for the flush and compaction-lag settings."""
@@ -207,9 +209,9 @@ def _topic_changes(topic_overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The LogConfig fields that `topic_overrides` set, after checking every override against the catalogue."""
     changes = {}
     for name, value in topic_overrides.items():
-        key = TOPIC_CONFIGS.get(name)
+        key = topic_config_key(name)
         if key is None:
-            raise ConfigError(f"unknown topic config {name!r}")
+            raise ConfigError(f"Unknown topic config name: {name}")
         try:
             parsed = parse_value(key, value)
         except (TypeError, ValueError) as exc:
@@ -219,7 +221,21 @@ def _topic_changes(topic_overrides: Mapping[str, Any]) -> dict[str, Any]:
         setting = SETTINGS_BY_NAME.get(name)
         if setting is not None:
             changes[setting.field] = _parse(setting, value)
+    if "message.timestamp.difference.max.ms" in topic_overrides:
+        changes.update(_timestamp_difference(topic_overrides))
     return changes
+
+
+def _timestamp_difference(topic_overrides: Mapping[str, Any]) -> dict[str, int]:
+    """Kafka 3.x's message.timestamp.difference.max.ms (removed in 4.0; accepted when emulating 3.x): it bounds
+    both directions wherever the topic leaves message.timestamp.before/after.max.ms unset (or at Long.MAX)."""
+    difference = int(topic_overrides["message.timestamp.difference.max.ms"])
+    bounds = {}
+    for name, field in (("message.timestamp.before.max.ms", "message_timestamp_before_max_ms"),
+                        ("message.timestamp.after.max.ms", "message_timestamp_after_max_ms")):
+        if int(topic_overrides.get(name, LONG_MAX)) == LONG_MAX:
+            bounds[field] = difference
+    return bounds
 
 
 def _checked(config: LogConfig) -> LogConfig:

@@ -376,6 +376,18 @@ class LogManager:
     def log_config(self, topic: str) -> LogConfig:
         return self.default_config.with_overrides(self.topic_overrides.get(topic, {}))
 
+    def reconfigure(self, broker_properties: dict, storage_config: StorageConfig, default_config: LogConfig) -> None:
+        """New broker-level settings (dynamic broker configs): every partition without its own override of a
+        setting takes the new default, from its next append or storage pass."""
+        self.broker_properties = dict(broker_properties)
+        self.storage_config = storage_config
+        self.default_config = default_config
+        configs: dict[str, LogConfig] = {}
+        for (topic, _), partition_log in list(self.logs.items()):
+            if topic not in configs:
+                configs[topic] = self.log_config(topic)
+            partition_log.update_config(configs[topic])
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
 

@@ -3,8 +3,9 @@
 The server never imports the toolkit; the command line (`compatbroker serve --emulate ... --control-listen ...`)
 and the embedded broker build a `Toolkit` here and hand its `runtime_options()` to the runtime:
 
-- `--emulate RELEASE`: the handler registry emulating that Kafka release (`emulation`) and the
-  `transaction.version` level the release finalizes;
+- `--emulate RELEASE`: the handler registry emulating that Kafka release (`emulation`), the
+  `transaction.version` level the release finalizes, and the release itself (`emulated_release`: a 3.x release
+  takes the topic configs Kafka 4.0 removed);
 - a fault injector (`faults.FaultInjector`) as the servers' request hooks, recording the request log when asked
   (with a control endpoint, where someone can read it, or in the embedded broker);
 - `--control-listen HOST:PORT`: the HTTP control endpoint as a service of the runtime (`control.http`).
@@ -23,13 +24,15 @@ from .faults import FaultInjector
 class Toolkit:
     handlers: Mapping[int, ModuleType] | None = None   # None: the default registry
     finalized_transaction_version: int | None = None   # None: the broker's own level
+    emulated_release: str | None = None                # the release --emulate names (None: none)
     injector: FaultInjector | None = None              # the request hooks (None: none)
     control: object | None = None                      # control.http.ControlService, when asked for
 
     def runtime_options(self) -> dict:
         """Keyword arguments for `ClusterRuntime` (and `compatbroker.server.run`)."""
         return {"handlers": self.handlers, "finalized_transaction_version": self.finalized_transaction_version,
-                "hooks": self.injector, "services": [self.control] if self.control is not None else []}
+                "emulated_release": self.emulated_release, "hooks": self.injector,
+                "services": [self.control] if self.control is not None else []}
 
 
 def toolkit_for(*, emulate: str | None = None, control_listen: str | None = None,
@@ -40,6 +43,7 @@ def toolkit_for(*, emulate: str | None = None, control_listen: str | None = None
     toolkit = Toolkit()
     if emulate is not None:
         toolkit.handlers, toolkit.finalized_transaction_version = _emulation(emulate)
+        toolkit.emulated_release = emulate
     record = control_listen is not None if record_requests is None else record_requests
     if record or control_listen is not None:
         toolkit.injector = FaultInjector(record_requests=record)

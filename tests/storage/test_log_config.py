@@ -69,7 +69,7 @@ def test_configs_storage_does_not_model_are_type_checked_and_accepted(overrides)
     {"local.retention.bytes": "-3"}, {"segment.bytes": "3000000000"}, {"max.message.bytes": "1.5"},
     {"compression.type": "brotli"}, {"compression.type": "GZIP"}, {"min.cleanable.dirty.ratio": "1.5"},
     {"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, {"remote.storage.enable": "true"},
-    {"message.downconversion.enable": "true"}, {"message.format.version": "3.0"}])
+    {"message.downconversion.enable": "maybe"}, {"message.format.version": "3.10"}, {"no.such.config": "1"}])
 def test_values_and_names_kafka_refuses_raise_config_error(overrides):
     with pytest.raises(ConfigError) as info:
         LogConfig().with_overrides(overrides)
