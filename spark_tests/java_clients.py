@@ -4,8 +4,9 @@ Spark's source and sink use only part of what the Java client can do: they assig
 consumer never validates a position it got from a group, and the sink never runs a transaction. These wrappers
 run the Java consumer, producer and admin client with the settings a test names, to reach the rest (committed
 offsets with leader epochs, OffsetForLeaderEpoch, transactions with `transactional.id` and `isolation.level`, the
-admin client's ListOffsets and DescribeCluster). Every wrapper takes further client settings by their Kafka names,
-e.g. the security ones (`security.protocol`, `ssl.truststore.type=PEM`, `sasl.jaas.config`, ...).
+admin client's ListOffsets, DescribeCluster and config resources: DescribeConfigs, IncrementalAlterConfigs). Every
+wrapper takes further client settings by their Kafka names, e.g. the security ones (`security.protocol`,
+`ssl.truststore.type=PEM`, `sasl.jaas.config`, ...).
 """
 from __future__ import annotations
 
@@ -198,6 +199,27 @@ class JavaAdmin:
         info = self._admin.listOffsets({partition_id: offset_spec}).partitionResult(partition_id).get()
         epoch = info.leaderEpoch()
         return info.offset(), info.timestamp(), epoch.get() if epoch.isPresent() else None
+
+    # Config resources by ConfigResource.Type's name ("BROKER" with a node id or "" for the cluster default,
+    # "TOPIC", "CLIENT_METRICS", ...).
+
+    def incremental_alter_configs(self, resource_type: str, name: str,
+                                  changes: list[tuple[str, str, str | None]]) -> None:
+        """IncrementalAlterConfigs of one resource: (config name, operation SET|DELETE|APPEND|SUBTRACT, value)."""
+        admin = self._jvm.org.apache.kafka.clients.admin
+        operations = [admin.AlterConfigOp(admin.ConfigEntry(key, value), admin.AlterConfigOp.OpType.valueOf(op))
+                      for key, op, value in changes]
+        self._admin.incrementalAlterConfigs({self._config_resource(resource_type, name): operations}).all().get()
+
+    def describe_configs(self, resource_type: str, name: str) -> dict[str, tuple[str | None, str]]:
+        """DescribeConfigs of one resource: {config name: (value, source by ConfigEntry.ConfigSource's name)}."""
+        resource = self._config_resource(resource_type, name)
+        config = self._admin.describeConfigs([resource]).all().get().get(resource)
+        return {entry.name(): (entry.value(), entry.source().name()) for entry in _items(config.entries())}
+
+    def _config_resource(self, resource_type: str, name: str):
+        config = self._jvm.org.apache.kafka.common.config
+        return config.ConfigResource(config.ConfigResource.Type.valueOf(resource_type), name)
 
     # ACL bindings as tuples of Kafka's names: (resource type, resource name, pattern type, principal, host,
     # operation, permission), e.g. ("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW"). A filter is

@@ -21,6 +21,9 @@ users (SCRAM users are stored once it runs), OAUTHBEARER validation and ACLs. `b
 gives a listener's address and `client_config(family, listener, user=...)` a client library's ready configuration;
 `add_user`, `remove_user`, `add_acl` and `remove_acls` change users and ACLs while it runs.
 
+`EmbeddedBroker(metrics_listen="127.0.0.1:0")` also serves Prometheus metrics (`compatbroker.metrics`) at
+`metrics_url` (`http://HOST:PORT/metrics`), on the same port again after `restart()`.
+
 `EmbeddedBroker(nodes=3)` is a cluster of three brokers (node ids 0, 1, 2, each on a port of its own, `racks` for
 their `broker.rack`) in that one thread or process; `bootstrap_servers` then names every node. The cluster helpers
 stop and start a node (its listener closes and leadership fails over, as when a broker dies), isolate one from
@@ -57,6 +60,7 @@ STOP_TIMEOUT_S = 10.0
 CALL_TIMEOUT_S = 60.0
 _LISTENING = re.compile(r"^compatbroker listening on (?P<host>\[[^\]]+\]|[^\s:]+):(?P<port>\d+)$")
 _CONTROL = re.compile(r"^compatbroker control on (?P<url>http://\S+)$")
+_METRICS = re.compile(r"^compatbroker metrics on (?P<url>http://\S+)$")
 # the lines after the first that say where listeners are: other nodes', and each node's further listeners
 _NODE_LISTENING = re.compile(r"^compatbroker (node \d+ listening on |(node \d+ )?listener \S+ \(\w+\) on )")
 
@@ -129,7 +133,8 @@ class EmbeddedBroker:
     def __init__(self, settings: Mapping[str, object] | None = None, *, mode: str = THREAD,
                  data_dir: str | os.PathLike | None = None, host: str = "127.0.0.1", port: int = 0,
                  emulate: str | None = None, control_listen: str | None = None, log_level: str = "WARNING",
-                 nodes: int = 1, racks: Sequence[str | None] | None = None, security: SecuritySetup | None = None):
+                 nodes: int = 1, racks: Sequence[str | None] | None = None, security: SecuritySetup | None = None,
+                 metrics_listen: str | None = None):
         """Start a broker. `settings` are broker settings by Kafka name (`{"num.partitions": 3}`); `data_dir`
         keeps the data somewhere of your own (it is then not removed); `emulate` names a Kafka release whose API
         versions the broker advertises; `control_listen` (HOST:PORT) also opens the HTTP control endpoint in
@@ -138,7 +143,8 @@ class EmbeddedBroker:
         cluster of that many brokers (ids 0..nodes-1) on ports counting up from `port` (each a free one when 0),
         `racks` giving each node's broker.rack. `security` makes it a secured broker (see the module docstring):
         its listeners replace the single PLAINTEXT one (`port` is then the first listener's), and `settings` win
-        over the setup's."""
+        over the setup's. `metrics_listen` (HOST:PORT, port 0 for a free one) serves Prometheus metrics there
+        (`metrics_url`)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
@@ -157,6 +163,7 @@ class EmbeddedBroker:
         self.port = port
         self.emulate = emulate
         self._control_listen = control_listen
+        self._metrics_listen = metrics_listen
         self._log_level = log_level
         self._resources = _Resources(tempfile.mkdtemp(prefix="compatbroker-"))
         self._finalizer = weakref.finalize(self, self._resources.release)
@@ -209,6 +216,11 @@ class EmbeddedBroker:
     def control_url(self) -> str | None:
         """The HTTP control endpoint (subprocess mode, or thread mode with `control_listen`), else None."""
         return self._resources.control_url
+
+    @property
+    def metrics_url(self) -> str | None:
+        """`http://HOST:PORT/metrics` when started with `metrics_listen`, else None."""
+        return self._resources.metrics_url
 
     @property
     def log_path(self) -> str:
@@ -289,6 +301,11 @@ class EmbeddedBroker:
         """A group of any type as plain data: `type`, `state`, `epoch`, `members` (each with its `assignment` as
         [[topic, partition], ...]), for a share group `start_offsets`; see compatbroker.toolkit.control.groups."""
         return self._call().describe_group(group)
+
+    def telemetry_clients(self) -> list[dict]:
+        """What clients pushed with KIP-714 telemetry, one dict per client, newest push first (the fields of
+        `compatbroker.telemetry.ClientTelemetry.clients`, as JSON gives them)."""
+        return self._call().telemetry_clients() or []
 
     def transactions(self) -> dict[str, TransactionSummary]:
         """{transactional id: its state} for every transactional id the broker's transaction coordinator knows."""
@@ -456,8 +473,13 @@ class EmbeddedBroker:
         if self.nodes > 1 and self.listener_ports:  # a restart: every node on its ports again
             listeners = [tuple(Endpoint(name, self.host, port) for name, port in ports.items())
                          for ports in self.listener_ports.values()]
-        runtime = ClusterRuntime(config, nodes=self.nodes, racks=self.racks, node_listeners=listeners,
-                                 **toolkit.runtime_options())
+        options = toolkit.runtime_options()
+        exporter = None
+        if self._metrics_listen is not None:
+            from ..metrics.exporter import MetricsExporter
+            exporter = MetricsExporter(self._metrics_listen)
+            options["services"] = [*options["services"], exporter]
+        runtime = ClusterRuntime(config, nodes=self.nodes, racks=self.racks, node_listeners=listeners, **options)
         loop_thread = self._resources.loop_thread()
         try:
             loop_thread.call(runtime.start(), START_TIMEOUT_S)
@@ -465,6 +487,7 @@ class EmbeddedBroker:
             raise EmbeddedBrokerError(str(exc)) from None
         self._resources.runtime = runtime
         self._resources.control_url = toolkit.control.url if toolkit.control is not None else None
+        self._metrics_started(exporter.url if exporter is not None else None)
         self._ops = _OnLoop(loop_thread, ControlOperations(runtime, toolkit.injector))
         self._started()
 
@@ -482,10 +505,20 @@ class EmbeddedBroker:
             command += ["--set", f"{name}={value}"]
         if self.emulate is not None:
             command += ["--emulate", self.emulate]
-        url = self._resources.start_process(command, self.log_path)
+        if self._metrics_listen is not None:
+            command += ["--metrics-listen", self._metrics_listen]
+        url, metrics_url = self._resources.start_process(command, self.log_path,
+                                                         metrics=self._metrics_listen is not None)
         self._resources.control_url = url
+        self._metrics_started(metrics_url)
         self._ops = ControlClient(url, timeout_s=CALL_TIMEOUT_S)
         self._started()
+
+    def _metrics_started(self, url: str | None) -> None:
+        """Remember where metrics are served; a restart listens on the same port again."""
+        self._resources.metrics_url = url
+        if url is not None:
+            self._metrics_listen = url.removeprefix("http://").removesuffix("/metrics")
 
     def _settings_with_listeners(self) -> dict[str, str]:
         """The settings, with a secured broker's `listeners` (on their ports again after a first start)."""
@@ -574,6 +607,7 @@ class _Resources:
     def __init__(self, root: str):
         self.root = root
         self.control_url: str | None = None
+        self.metrics_url: str | None = None
         self.runtime = None  # the ClusterRuntime on the loop thread (thread mode)
         self._loop_thread: _LoopThread | None = None
         self._process: subprocess.Popen | None = None
@@ -590,27 +624,35 @@ class _Resources:
             self._loop_thread = _LoopThread()
         return self._loop_thread
 
-    def start_process(self, command: list[str], log_path: str) -> str:
+    def start_process(self, command: list[str], log_path: str, *, metrics: bool = False) -> tuple[str, str | None]:
         """Start the broker process and wait for its ready lines (where each node and listener listens, then the
-        control endpoint); the control URL."""
+        services': the control endpoint and, with `metrics`, the metrics endpoint, in either order); the control
+        URL and the metrics URL."""
         with open(log_path, "ab") as log:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         self._process = process
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_forward_lines, args=(process.stdout, lines), daemon=True).start()
-        control = None
+        control = metrics_url = None
         try:
             if _LISTENING.match(lines.get(timeout=START_TIMEOUT_S) or ""):
                 line = lines.get(timeout=START_TIMEOUT_S) or ""
                 while _NODE_LISTENING.match(line):
                     line = lines.get(timeout=START_TIMEOUT_S) or ""
-                control = _CONTROL.match(line)
+                while line:  # the services' lines, up to the last one expected
+                    if (found := _METRICS.match(line)) is not None:
+                        metrics_url = found["url"]
+                    else:
+                        control = _CONTROL.match(line) or control
+                    if control is not None and (metrics_url is not None or not metrics):
+                        break
+                    line = lines.get(timeout=START_TIMEOUT_S) or ""
         except queue.Empty:
             pass
-        if control is None:
+        if control is None or (metrics and metrics_url is None):
             self.stop_process()
             raise EmbeddedBrokerError(f"the broker process did not start: {_tail(log_path)}")
-        return control["url"]
+        return control["url"], metrics_url
 
     def stop_process(self) -> None:
         process, self._process = self._process, None

@@ -15,7 +15,9 @@ answer. Three kinds of rule decide:
 
 The request log keeps the last `log_size` requests the broker decoded: API, version, client id, correlation id,
 peer, topics, the node that served it (in a cluster, which broker the client reached) and the fault applied, each
-numbered, so that a test can ask for what arrived after a point.
+numbered, so that a test can ask for what arrived after a point. Once the connection has answered a request
+(`on_response`), its entry also says how long that took (`latency_ms`) and the response's error (`error`, Kafka's
+name; None when it had none); both stay None for a request still in flight or never answered.
 
 Everything here runs on the broker's event loop; callers in other threads go through the loop (see
 `compatbroker.toolkit.control`).
@@ -26,7 +28,7 @@ import dataclasses
 import functools
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,6 +37,9 @@ from ..protocol import API_KEYS
 from ..protocol.error_codes import ErrorCode
 
 DEFAULT_LOG_SIZE = 10_000
+# Requests logged but not answered yet, by (node, peer, correlation id); those never answered (dropped connections)
+# fall out once this many newer ones wait.
+_MAX_IN_FLIGHT = 4096
 _TOPIC_RESOURCE = 2  # resource_type of a topic in DescribeConfigs and AlterConfigs
 
 
@@ -178,9 +183,11 @@ class RequestLogEntry:
     dropped: bool = False
     served: bool = True      # False: answered by an injected error, dropped, or a version this broker lacks
     node_id: int | None = None  # the node whose listener the request reached
+    latency_ms: float | None = None  # from reading the request to its response encoded; None: not answered yet
+    error: str | None = None  # the answer's error code (Kafka's name), None when it had none or is still to come
 
     def to_dict(self) -> dict:
-        data = dataclasses.asdict(self)
+        data = {name: getattr(self, name) for name in _ENTRY_FIELDS}  # flat: no deep copy (asdict's) needed
         data["topics"] = list(self.topics)
         return data
 
@@ -192,6 +199,9 @@ class RequestLogEntry:
         return cls(**values)
 
 
+_ENTRY_FIELDS = tuple(field.name for field in dataclasses.fields(RequestLogEntry))
+
+
 # --- the injector --------------------------------------------------------------------------------------------------
 
 class FaultInjector:
@@ -200,6 +210,7 @@ class FaultInjector:
         self.record_requests = record_requests
         self.active = record_requests  # the connection's one check: is there anything to record or inject?
         self._log: deque[RequestLogEntry] = deque(maxlen=log_size)
+        self._in_flight: OrderedDict[tuple, int] = OrderedDict()  # (node, peer, correlation id) -> seq
         self._seq = 0
         self._errors: list[ErrorRule] = []
         self._latencies: list[LatencyRule] = []
@@ -269,8 +280,20 @@ class FaultInjector:
         return [entry for entry in self._log
                 if entry.seq > since and (api_key is None or entry.api_key == api_key)]
 
+    def recent_requests(self, limit: int, api: str | int | None = None) -> list[RequestLogEntry]:
+        """The newest `limit` logged requests (of `api` when given), newest first; cheap on a full log."""
+        api_key = None if api is None or api == "" else resolve_api(api)
+        found = []
+        for entry in reversed(self._log):
+            if len(found) >= limit:
+                break
+            if api_key is None or entry.api_key == api_key:
+                found.append(entry)
+        return found
+
     def clear_requests(self) -> None:
         self._log.clear()
+        self._in_flight.clear()
 
     @property
     def last_seq(self) -> int:
@@ -304,6 +327,19 @@ class FaultInjector:
         """Log a request the broker does not serve (an API or version it lacks); no fault applies to it."""
         if self.record_requests:
             self._record(header, peer, (), None, served=False, node_id=node_id)
+
+    def on_response(self, header, peer: str, *, node_id: int | None = None, latency_s: float,
+                    error_code: int) -> None:
+        """The connection answered a request: its log entry gets the latency and the answer's error."""
+        if not self._in_flight:
+            return
+        seq = self._in_flight.pop((node_id, peer, header.correlation_id), None)
+        if seq is None or not self._log:
+            return
+        index = seq - self._log[0].seq  # the log holds consecutive numbers
+        if 0 <= index < len(self._log) and self._log[index].seq == seq:
+            self._log[index] = dataclasses.replace(self._log[index], latency_ms=round(latency_s * 1000, 3),
+                                                   error=_error_name(error_code))
 
     def _take_drop(self, api_key: int) -> bool:
         for rule in self._drops:
@@ -355,6 +391,19 @@ class FaultInjector:
             injected_error=fault.error.name if fault is not None and fault.error is not None else None,
             delay_ms=round(fault.delay_s * 1000) if fault is not None else 0,
             dropped=fault is not None and fault.drop, served=served and not injected, node_id=node_id))
+        if fault is None or not fault.drop:  # a dropped request is never answered
+            self._in_flight[(node_id, peer, header.correlation_id)] = self._seq
+            if len(self._in_flight) > _MAX_IN_FLIGHT:
+                self._in_flight.popitem(last=False)
+
+
+def _error_name(error_code: int) -> str | None:
+    if not error_code:
+        return None
+    try:
+        return ErrorCode(error_code).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE_{error_code}"
 
 
 # --- topics a request names -----------------------------------------------------------------------------------------

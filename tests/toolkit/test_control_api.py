@@ -1,5 +1,6 @@
 """The HTTP/JSON control endpoint against a broker on the test's event loop, driven by the Python client (in a
-worker thread, since it blocks) and by raw Kafka requests on the wire."""
+worker thread, since it blocks), by raw Kafka requests on the wire and by raw HTTP requests (malformed ones, and
+those a browser sends from another site's page)."""
 from __future__ import annotations
 
 import asyncio
@@ -235,13 +236,65 @@ async def test_the_client_raises_control_error_with_the_reason(tmp_path):
         assert failure.value.status == 400 and "NO_SUCH_ERROR" in failure.value.message
 
 
+async def raw_http(url: str, request: bytes) -> bytes:
+    """Send one raw HTTP request to the control endpoint at `url`; the whole answer."""
+    address = urlsplit(url)
+    reader, writer = await asyncio.open_connection(address.hostname, address.port)
+    writer.write(request)
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    return answer
+
+
 async def test_a_malformed_body_is_refused(tmp_path):
     async with running(tmp_path) as (_, control):
-        address = urlsplit(control.url)
-        reader, writer = await asyncio.open_connection(address.hostname, address.port)
-        writer.write(b"POST /faults/errors HTTP/1.1\r\nContent-Length: 5\r\n\r\n{oops")
-        await writer.drain()
-        answer = await reader.read()
-        writer.close()
+        answer = await raw_http(control.url, b"POST /faults/errors HTTP/1.1\r\nContent-Length: 5\r\n\r\n{oops")
         assert answer.startswith(b"HTTP/1.1 400 ")
         assert b"not JSON" in answer
+
+
+def posted(path: str, host: str, origin: str | None, body: bytes = b"") -> bytes:
+    """A browser's "simple" cross-site POST (text/plain: no preflight), with `Origin` when given."""
+    origin_field = f"Origin: {origin}\r\n" if origin is not None else ""
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\n{origin_field}Content-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1:1", "http://[::1"])
+async def test_a_state_change_sent_from_another_sites_page_is_refused_with_one_log_line(tmp_path, caplog, origin):
+    rule = json.dumps({"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER"}).encode()
+    async with running(tmp_path) as (runtime, control):
+        host = urlsplit(control.url).netloc
+        with caplog.at_level("WARNING", logger="compatbroker.toolkit.control.http"):
+            answer = await raw_http(control.url, posted("/faults/errors", host, origin, rule))
+            downed = await raw_http(control.url, posted("/down", host, origin))
+        assert answer.startswith(b"HTTP/1.1 403 ") and downed.startswith(b"HTTP/1.1 403 ")
+        assert f"POST /faults/errors from {origin} is refused".encode() in answer
+        assert [record.getMessage() for record in caplog.records] == [
+            f"refused POST {path} from {origin}: not the control listener's own origin"
+            for path in ("/faults/errors", "/down")]
+        assert await call(control.faults) == {"errors": [], "latency": [], "drops": []}
+        assert (await call(control.status))["up"]
+
+
+async def test_a_state_change_from_the_listeners_own_origin_or_without_origin_goes_ahead(tmp_path):
+    rule = json.dumps({"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER"}).encode()
+    async with running(tmp_path) as (_, control):
+        host = urlsplit(control.url).netloc
+        for origin in (control.url, None):
+            answer = await raw_http(control.url, posted("/faults/errors", host, origin, rule))
+            assert answer.startswith(b"HTTP/1.1 200 "), answer
+        assert [entry["remaining"] for entry in (await call(control.faults))["errors"]] == [1, 1]
+        # reading needs no check: a foreign page cannot read the answer anyway (no CORS headers)
+        status = await raw_http(control.url, f"GET /status HTTP/1.1\r\nHost: {host}\r\nOrigin: null\r\n\r\n".encode())
+        assert status.startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.parametrize("length", ["abc", "-5", "\xb2"])
+async def test_a_malformed_content_length_answers_400_not_500(tmp_path, length):
+    async with running(tmp_path) as (_, control):
+        request = f"POST /down HTTP/1.1\r\nContent-Length: {length}\r\n\r\n".encode("latin-1")
+        answer = await raw_http(control.url, request)
+        assert answer.startswith(b"HTTP/1.1 400 ") and b"malformed Content-Length" in answer
+        assert (await call(control.status))["up"]

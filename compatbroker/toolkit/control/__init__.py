@@ -5,7 +5,8 @@
   groups of every type (`groups.py` describes them) and the request log), run on the broker's event loop;
   `security.py` adds SCRAM users and ACL bindings;
 - `http.py`: the HTTP/JSON endpoint of `compatbroker serve --control-listen HOST:PORT`, for tests in any language;
-- `client.py`: a Python client of that endpoint (the embedded broker's subprocess mode and `compatbroker control`).
+- `client.py`: a Python client of that endpoint (the embedded broker's subprocess mode and `compatbroker control`);
+- `console/`: the web console the same listener serves to browsers (pages over the same operations).
 
 This package's `__init__` stays light: the command-line client imports it without loading the broker.
 """

@@ -136,6 +136,9 @@ class ControlClient:
     def describe_group(self, group: str) -> dict:
         return self._call("GET", "/group", query={"group": group})
 
+    def telemetry_clients(self) -> list[dict] | None:
+        return self._call("GET", "/clients")
+
     def transactions(self, transactional_id: str | None = None) -> list[dict]:
         return self._call("GET", "/transactions", query={"transactional_id": transactional_id})
 

@@ -67,9 +67,10 @@ def _modern_member(group, member, topic_name_of: NameOf) -> dict:
                                  for partition in partitions)}
 
 
-async def share_start_offsets(cluster, group) -> list[dict]:
+async def share_start_offsets(cluster, group, *, with_lag: bool = False) -> list[dict]:
     """The start offsets of a share group's share-partitions (those the group has initialized, read from each
-    partition's leader; partitions without state are left out), by topic name and partition."""
+    partition's leader; partitions without state are left out), by topic name and partition; `with_lag` adds each
+    one's lag as DescribeShareGroupOffsets v1 answers it (KIP-1226; None when not known)."""
     found = []
     for topic_id, partitions in group.initialized_partitions().items():
         info = cluster.metadata.topic_by_id(topic_id)
@@ -85,6 +86,8 @@ async def share_start_offsets(cluster, group) -> list[dict]:
             if node is None:
                 continue
             answer = await share_partitions_of(node).read_offsets(group.group_id, topic_id, wanted)
-            found += [{"topic": info.name, "partition": partition, "start_offset": entry[0]}
-                      for partition, entry in sorted(answer.items()) if entry[0] >= 0]
+            for partition, (start_offset, _epoch, lag, _error) in sorted(answer.items()):
+                if start_offset >= 0:
+                    found.append({"topic": info.name, "partition": partition, "start_offset": start_offset}
+                                 | ({"lag": lag if lag >= 0 else None} if with_lag else {}))
     return sorted(found, key=lambda entry: (entry["topic"], entry["partition"]))

@@ -9,6 +9,7 @@ Routes (bodies and answers are JSON; record keys, values and header values are b
     GET    /records?topic=T&partition=0&offset=&limit=  stored records of one partition
     GET    /offsets?group=G                             the group's committed offsets
     GET    /transactions?transactional_id=T             transactions by transactional id (all without the id)
+    GET    /clients                                     what clients pushed with KIP-714 telemetry, newest first
     GET    /requests?since=N&api=Produce                the request log (entries numbered above N)
     DELETE /requests                                    empty the request log
     GET    /faults                                      the fault rules in force
@@ -43,6 +44,18 @@ Routes (bodies and answers are JSON; record keys, values and header values are b
 A bad argument answers 400, an unknown partition or node (or a user without credentials) 404, `/up` (or
 `/nodes/start`) with its port taken and `/leader` onto a node outside the ISR 409; the answer is then
 `{"error": "..."}`. Each connection carries one request (the answer says `Connection: close`).
+
+A request that changes state (any method but GET and HEAD) carrying an `Origin` header that is not this listener's
+own origin (its scheme aside, the `Host` the request was sent to) is refused with 403 and one log line: a browser
+says in `Origin` which site's page sent a request, and bodies are taken as JSON whatever their Content-Type, so a
+page the operator visits could otherwise post a "simple" (text/plain) request to `/faults/errors` or `/down`.
+Clients that are not browsers (`client.py`, curl, a test in another language) send no Origin and are unaffected.
+
+The same listener serves the web console (`console/`): its pages at `/`, `/topics/...`, `/groups/...`, `/clients`
+and `/static/...`, and at `/topics`, `/groups`, `/requests` and `/faults` when the request accepts `text/html`
+(a browser; everyone else gets the JSON above), plus the console's fault forms (POST `/faults`,
+application/x-www-form-urlencoded; the Origin rule above applies). A browser asking for a path no route has gets the
+console's 404 page. Those answers are `text/html; charset=utf-8`.
 """
 from __future__ import annotations
 
@@ -54,6 +67,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ...config import format_host_port, parse_endpoint
 from . import ControlError
+from .console import Console, Page
 from .operations import ControlOperations
 
 log = logging.getLogger(__name__)
@@ -61,8 +75,8 @@ log = logging.getLogger(__name__)
 _MAX_HEAD_BYTES = 64 * 1024
 _MAX_BODY_BYTES = 1024 * 1024
 _READ_TIMEOUT_S = 30.0
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
-            413: "Payload Too Large", 500: "Internal Server Error"}
+_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+            409: "Conflict", 413: "Payload Too Large", 500: "Internal Server Error"}
 
 _ACL_FILTER = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 
@@ -76,6 +90,7 @@ _ROUTES = {
     ("GET", "/groups"): ("groups", None, ()),
     ("GET", "/group"): ("describe_group", "query", ("group",)),
     ("GET", "/transactions"): ("transactions", "query", ("transactional_id",)),
+    ("GET", "/clients"): ("telemetry_clients", None, ()),
     ("GET", "/requests"): ("requests", "query", ("since", "api")),
     ("DELETE", "/requests"): ("clear_requests", None, ()),
     ("GET", "/faults"): ("faults", None, ()),
@@ -119,8 +134,10 @@ class ControlService:
     async def start(self, runtime) -> str:
         from ...server.run import StartupError
 
+        operations = ControlOperations(runtime, self.injector)
+        console = Console(operations)
         try:
-            self.server = await ControlServer.start(ControlOperations(runtime, self.injector), self.listen)
+            self.server = await ControlServer.start(operations, self.listen, console=console)
         except (OSError, ValueError) as exc:
             raise StartupError(f"cannot listen for control requests on {self.listen}: {exc}") from None
         return f"compatbroker control on {self.url}"
@@ -134,22 +151,25 @@ class ControlService:
 class ControlServer:
     """The listening control endpoint; `url` is where it answers."""
 
-    def __init__(self, operations: ControlOperations):
+    def __init__(self, operations: ControlOperations, console=None):
         self._operations = operations
+        self._console = console  # console.Console, or None for the JSON routes only
         self._server: asyncio.AbstractServer | None = None
         self.host, self.port, self.url = "", 0, ""
 
     @classmethod
-    async def start(cls, operations: ControlOperations, listen: str) -> ControlServer:
+    async def start(cls, operations: ControlOperations, listen: str, *, console=None) -> ControlServer:
         """Listen on `listen` (HOST:PORT, port 0 for a free one); ValueError for a malformed address."""
         host, port = parse_address(listen)
-        control = cls(operations)
+        control = cls(operations, console)
         control._server = await asyncio.start_server(control._serve, host, port)
         control.host, control.port = control._server.sockets[0].getsockname()[:2]
         control.url = f"http://{format_host_port(control.host, control.port)}"
         return control
 
     async def close(self) -> None:
+        if self._console is not None:
+            await self._console.lag_history.stop()
         self._server.close()
         await self._server.wait_closed()
 
@@ -159,8 +179,12 @@ class ControlServer:
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
             writer.close()
             return
-        body = json.dumps(_jsonable(answer)).encode()
-        head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
+        if isinstance(answer, Page):
+            content_type, body, extra = answer.content_type, answer.body, answer.headers
+        else:
+            content_type, body, extra = "application/json", json.dumps(_jsonable(answer)).encode(), {}
+        fields = "".join(f"{name}: {value}\r\n" for name, value in extra.items())
+        head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: {content_type}\r\n{fields}"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
         try:
             writer.write(head + body)
@@ -173,11 +197,20 @@ class ControlServer:
     async def _answer(self, reader: asyncio.StreamReader) -> tuple[int, object]:
         try:
             method, target, headers = await _read_head(reader)
-            length = int(headers.get("content-length", "0") or "0")
+            length = _content_length(headers)
             if length > _MAX_BODY_BYTES:
                 return 413, {"error": f"body over {_MAX_BODY_BYTES} bytes"}
             raw = await reader.readexactly(length) if length > 0 else b""
-            return 200, await self._dispatch(method, target, raw)
+            parts = urlsplit(target)
+            path = parts.path.rstrip("/") or "/"
+            console = self._console is not None and self._console.handles(method, path, headers, json_paths=_PATHS)
+            origin = _foreign_origin(method, headers)
+            if origin is not None:
+                return self._refuse(method, path, origin, console)
+            if console:
+                page = await self._console.answer(method, path, parts.query, raw)
+                return page.status, page
+            return 200, await self._dispatch(method, path, parts.query, raw)
         except ControlError as exc:
             return exc.status, {"error": exc.message}
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -186,9 +219,15 @@ class ControlServer:
             log.exception("control request failed")
             return 500, {"error": f"{type(exc).__name__}: {exc}"}
 
-    async def _dispatch(self, method: str, target: str, raw: bytes):
-        parts = urlsplit(target)
-        path = parts.path.rstrip("/") or "/"
+    def _refuse(self, method: str, path: str, origin: str, console: bool) -> tuple[int, object]:
+        """403 for a state-changing request from another site's page: the console's page for its forms, else JSON."""
+        log.warning("refused %s %s from %s: not the control listener's own origin", method, path, origin)
+        if console:
+            return 403, self._console.refusal(origin)
+        return 403, {"error": f"{method} {path} from {origin} is refused: the control endpoint takes changes only "
+                              "from its own pages and from clients that send no Origin"}
+
+    async def _dispatch(self, method: str, path: str, query: str, raw: bytes):
         route = _ROUTES.get((method, path))
         if route is None:
             if path in _PATHS:
@@ -196,7 +235,7 @@ class ControlServer:
             raise ControlError(404, f"no such control route: {method} {path}")
         name, source, allowed = route
         if source == "query":
-            arguments = dict(parse_qsl(parts.query))
+            arguments = dict(parse_qsl(query))
         elif source == "body":
             arguments = _json_object(raw)
         else:
@@ -232,6 +271,27 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, 
         if sep:
             headers[name.strip().lower()] = value.strip()
     return method.upper(), target, headers
+
+
+def _content_length(headers: dict[str, str]) -> int:
+    text = headers.get("content-length", "").strip() or "0"
+    if not (text.isascii() and text.isdigit()):
+        raise ControlError(400, f"malformed Content-Length {text!r}")
+    return int(text)
+
+
+def _foreign_origin(method: str, headers: dict[str, str]) -> str | None:
+    """The `Origin` of a state-changing request sent from another site's page (None when it may go ahead): the
+    origin's host and port must be the `Host` the request went to (a reverse proxy may have changed the scheme).
+    Browsers send `Origin: null` from sandboxed or privacy-sensitive contexts: refused too."""
+    origin = headers.get("origin")
+    if method in ("GET", "HEAD") or origin is None:
+        return None
+    try:
+        netloc = urlsplit(origin).netloc
+    except ValueError:  # e.g. an unclosed IPv6 bracket: not our origin either
+        return origin
+    return None if netloc and netloc.lower() == headers.get("host", "").lower() else origin
 
 
 def _json_object(raw: bytes) -> dict:

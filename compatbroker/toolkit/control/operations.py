@@ -5,6 +5,10 @@ thread (`asyncio.run_coroutine_threadsafe`), so both give the same answers. Answ
 strings, numbers) except record keys, values and header values, which are bytes here and base64 over HTTP.
 A request that cannot be honoured raises `ControlError` with an HTTP status and a one-line reason.
 
+The web console (`console/`) reads through the same object: `overview`, `topic_summaries`, `topic_details`
+(partitions with leader, replicas, ISR, log start / end offsets and size; configs), `browse_records` (from an
+offset or a time) and `group_lag` (per partition, the lag as Kafka's tools show it for the group's type).
+
 In a cluster (`compatbroker serve --nodes N`) the operations see the whole cluster: records are read from the
 partition's leader (any replica while it has none), committed offsets, groups (of every type: classic, consumer,
 share) and transactions from the node coordinating them, and the node operations stop, start and isolate nodes,
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_RECORD_LIMIT = 1000
+BROWSE_MAX_BYTES = 4 << 20  # a page of the console's record browser holds about this much key, value and header data
 _READ_CHUNK_BYTES = 1 << 20
 
 
@@ -178,7 +183,7 @@ class ControlOperations(SecurityOperations):
         return await self.nodes()
 
     def _node_id(self, node_id) -> int:
-        node_id = _int(node_id, "node_id")
+        node_id = whole_number(node_id, "node_id")
         if node_id not in self._runtime.servers:
             raise ControlError(404, f"no node {node_id}; the nodes are {', '.join(map(str, self._runtime.node_ids))}")
         return node_id
@@ -189,7 +194,7 @@ class ControlOperations(SecurityOperations):
     def _partition_state(self, topic, partition):
         if not isinstance(topic, str) or not topic:
             raise ControlError(400, f"a topic name is a non-empty string, got {topic!r}")
-        state = self._runtime.cluster.metadata.partition(topic, _int(partition, "partition"))
+        state = self._runtime.cluster.metadata.partition(topic, whole_number(partition, "partition"))
         if state is None:
             raise ControlError(404, f"no partition {topic}-{partition}")
         return state
@@ -216,7 +221,7 @@ class ControlOperations(SecurityOperations):
                                        or partitions < 1):
             raise ControlError(400, f"partitions must be a positive integer, got {partitions!r}")
         if replication_factor is not None:
-            replication_factor = _int(replication_factor, "replication_factor", minimum=1)
+            replication_factor = whole_number(replication_factor, "replication_factor", minimum=1)
         configs = {str(key): str(value) for key, value in (configs or {}).items()}
         try:
             info = broker.create_topic(name, partitions, configs or None, replication_factor=replication_factor)
@@ -224,17 +229,20 @@ class ControlOperations(SecurityOperations):
             raise ControlError(400, f"cannot create topic {name}: {exc}") from None
         return _topic(info)
 
-    async def records(self, topic, partition=0, offset=None, limit=DEFAULT_RECORD_LIMIT) -> list[dict]:
-        """Stored records of a partition from `offset` (default: the log start), at most `limit`; control batches
+    async def records(self, topic, partition=0, offset=None, limit=DEFAULT_RECORD_LIMIT, *,
+                      max_bytes: int | None = None) -> list[dict]:
+        """Stored records of a partition from `offset` (default: the log start), at most `limit` (and, with
+        `max_bytes`, no more once their keys, values and headers reach that many bytes); control batches
         (transaction markers) are left out."""
-        partition, limit = _int(partition, "partition"), _int(limit, "limit", minimum=1)
+        partition, limit = whole_number(partition, "partition"), whole_number(limit, "limit", minimum=1)
         partition_log = self._replica_log(topic, partition)
         if partition_log is None:
             raise ControlError(404, f"no partition {topic}-{partition}")
-        position = partition_log.log_start_offset if offset is None else max(_int(offset, "offset"),
+        position = partition_log.log_start_offset if offset is None else max(whole_number(offset, "offset"),
                                                                               partition_log.log_start_offset)
         found: list[dict] = []
-        while position < partition_log.log_end_offset and len(found) < limit:
+        room = max_bytes if max_bytes is not None else float("inf")  # key, value and header bytes still wanted
+        while position < partition_log.log_end_offset and len(found) < limit and room > 0:
             data = memoryview(partition_log.read_bytes(position, _READ_CHUNK_BYTES))
             next_position = position
             for start, header in iter_batches(data, allow_partial_tail=True):
@@ -242,12 +250,34 @@ class ControlOperations(SecurityOperations):
                 if header.is_control:
                     continue
                 for record in iter_records(data[start:start + header.size], max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE):
-                    if record.offset >= position and len(found) < limit:
+                    if record.offset >= position and len(found) < limit and room > 0:
                         found.append(_record(topic, partition, record))
+                        room -= _record_bytes(found[-1])
             if next_position <= position:
                 break  # nothing readable here (should not happen): stop rather than spin
             position = next_position
         return found
+
+    async def browse_records(self, topic, partition=0, offset=None, timestamp=None, limit=50,
+                             max_bytes=BROWSE_MAX_BYTES) -> dict:
+        """Records of a partition from `offset`, or from the first record whose timestamp is at least `timestamp`
+        (ms), else from the log start (at most `limit`, fewer once their keys, values and headers reach
+        `max_bytes`); with the log start and end offsets, and where the page began."""
+        partition = whole_number(partition, "partition")
+        replica = self._replica_log(topic, partition)
+        if replica is None:
+            raise ControlError(404, f"no partition {topic}-{partition}")
+        start = replica.log_start_offset
+        if offset is not None:
+            start = max(whole_number(offset, "offset"), start)
+        elif timestamp is not None:
+            found = replica.offset_for_timestamp(whole_number(timestamp, "timestamp"))
+            start = found.offset if found is not None else replica.high_watermark
+        end = replica.high_watermark
+        records = [] if start >= end else await self.records(topic, partition, start, limit, max_bytes=max_bytes)
+        return {"topic": topic, "partition": partition, "start_offset": start,
+                "log_start_offset": replica.log_start_offset, "end_offset": end,
+                "records": [record for record in records if record["offset"] < end]}
 
     def _replica_log(self, topic, partition: int):
         """The leader's replica of a partition; while it has no leader, the first replica a node hosts."""
@@ -261,6 +291,91 @@ class ControlOperations(SecurityOperations):
             if replica is not None:
                 return replica
         return None
+
+    # --- what the console shows -----------------------------------------------------------------------------------
+
+    async def overview(self) -> dict:
+        """Status and nodes, with counts of topics, partitions and groups and the bytes every replica stores."""
+        topics = self._broker.topics().values()
+        return {**await self.status(), "nodes": await self.nodes(), "topics": len(topics),
+                "partitions": sum(info.partitions for info in topics), "groups": len(await self.groups()),
+                "bytes_stored": sum(self._stored_bytes(info) for info in topics)}
+
+    async def topic_summaries(self) -> list[dict]:
+        """Every topic with its partition count, size (every replica) and records between log start and end."""
+        answer = []
+        for summary in await self.topics():
+            partitions = self._partition_views(summary["name"], summary["partitions"])
+            answer.append({**summary, "size_bytes": sum(view["size_bytes"] for view in partitions),
+                           "records": sum(view["end_offset"] - view["log_start_offset"] for view in partitions)})
+        return answer
+
+    async def topic_details(self, name, configs=True) -> dict:
+        """A topic: its partitions (leader, epoch, replicas, ISR, log start and end offsets, size, segments) and,
+        with `configs`, its configs as DescribeConfigs gives them ({name, value, source, default}). 404 for an
+        unknown topic."""
+        from ...config_catalog import DEFAULT_CONFIG, describe_topic_configs
+
+        info = self._broker.topic(name) if isinstance(name, str) else None
+        if info is None:
+            raise ControlError(404, f"no topic {name}")
+        answer = {**_topic(info), "partition_details": self._partition_views(name, info.partitions)}
+        if configs:
+            answer["configs"] = [{"name": entry.name, "value": entry.value, "source": entry.source,
+                                  "default": entry.source == DEFAULT_CONFIG}
+                                 for entry in describe_topic_configs(self._broker, name)]
+        return answer
+
+    def _partition_views(self, topic: str, count: int) -> list[dict]:
+        views = []
+        for partition in range(count):
+            state = self._runtime.cluster.metadata.partition(topic, partition)
+            replica = self._replica_log(topic, partition)
+            views.append({"partition": partition, "leader": state.leader if state else -1,
+                          "leader_epoch": state.leader_epoch if state else -1,
+                          "replicas": list(state.replicas) if state else [], "isr": list(state.isr) if state else [],
+                          "log_start_offset": replica.log_start_offset if replica else 0,
+                          "end_offset": replica.high_watermark if replica else 0,
+                          "log_end_offset": replica.log_end_offset if replica else 0,
+                          "size_bytes": replica.size if replica else 0,
+                          "segments": len(replica.segments) if replica else 0})
+        return views
+
+    def _stored_bytes(self, info) -> int:
+        total = 0
+        for node in self._runtime.cluster.nodes.values():
+            for partition in range(info.partitions):
+                replica = node.get_log(info.name, partition)
+                total += replica.size if replica is not None else 0
+        return total
+
+    async def group_lag(self, group) -> list[dict]:
+        """Per partition the group has an offset for or has assigned: its `offset`, the partition's end offset (high
+        watermark) and the `lag` (None where not known), as Kafka's tools show them. For a classic or consumer group
+        the offset is the committed one and the lag the end offset minus it (kafka-consumer-groups.sh); for a share
+        group the offset is the share-partition start offset and the lag what DescribeShareGroupOffsets v1 answers
+        (KIP-1226: records from the start offset to the end not yet delivered for good)."""
+        found = await self._group(group)
+        share = found is not None and found.group_type == "share"
+        if share:
+            offsets = {(entry["topic"], entry["partition"]): (entry["start_offset"], entry["lag"]) for entry in
+                       await group_views.share_start_offsets(self._runtime.cluster, found, with_lag=True)}
+        else:
+            offsets = {(entry["topic"], entry["partition"]): (entry["offset"], None)
+                       for entry in await self.committed_offsets(group)}
+        wanted = set(offsets)
+        if found is not None:
+            for member in group_views.describe(found, self._topic_name_of)["members"]:
+                wanted.update((topic, partition) for topic, partition in member["assignment"])
+        answer = []
+        for topic, partition in sorted(wanted):
+            replica = self._replica_log(topic, partition)
+            end = replica.high_watermark if replica is not None else None
+            offset, lag = offsets.get((topic, partition), (None, None))
+            if not share and end is not None and offset is not None and offset >= 0:
+                lag = max(end - offset, 0)
+            answer.append({"topic": topic, "partition": partition, "offset": offset, "end_offset": end, "lag": lag})
+        return answer
 
     # --- groups ---------------------------------------------------------------------------------------------------
 
@@ -297,14 +412,18 @@ class ControlOperations(SecurityOperations):
     async def describe_group(self, group=None) -> dict:
         """One group of any type (see `group_views.describe`): state, epoch, members with their assignments; for a
         share group also its share-partition start offsets (`start_offsets`). 404 when no node knows it."""
-        coordinator = await self._coordinator_for(group)
-        found = coordinator.group(group) if coordinator is not None else None
+        found = await self._group(group)
         if found is None:
             raise ControlError(404, f"no group {group}")
         described = group_views.describe(found, self._topic_name_of)
         if found.group_type == "share":
             described["start_offsets"] = await group_views.share_start_offsets(self._runtime.cluster, found)
         return described
+
+    async def _group(self, group):
+        """The group `group` of any type from the node coordinating it, or None when no node knows it."""
+        coordinator = await self._coordinator_for(group)
+        return coordinator.group(group) if coordinator is not None else None
 
     async def _coordinator_for(self, group):
         """The coordinator of the node coordinating `group` (loaded), or None while no node does."""
@@ -344,9 +463,24 @@ class ControlOperations(SecurityOperations):
 
     # --- the request log ------------------------------------------------------------------------------------------
 
+    @property
+    def recording_requests(self) -> bool:
+        return self._injector.record_requests
+
+    async def telemetry_clients(self) -> list[dict] | None:
+        """What clients pushed with KIP-714 telemetry, one dict per client, newest push first
+        (`compatbroker.telemetry.ClientTelemetry.clients`); None when the runtime keeps no telemetry."""
+        telemetry = getattr(self._runtime, "client_telemetry", None)
+        return None if telemetry is None else telemetry.clients()
+
     async def requests(self, since=0, api=None) -> list[dict]:
         with _bad_request():
-            return [entry.to_dict() for entry in self._injector.requests(_int(since, "since"), api)]
+            return [entry.to_dict() for entry in self._injector.requests(whole_number(since, "since"), api)]
+
+    async def recent_requests(self, limit=200, api=None) -> list[dict]:
+        """The newest `limit` logged requests, of `api` when given, newest first (the console's live log)."""
+        with _bad_request():
+            return [entry.to_dict() for entry in self._injector.recent_requests(whole_number(limit, "limit", 1), api)]
 
     async def clear_requests(self) -> dict:
         self._injector.clear_requests()
@@ -382,15 +516,22 @@ def _record(topic: str, partition: int, record) -> dict:
             "headers": [[name, _bytes(value)] for name, value in record.headers]}
 
 
+def _record_bytes(record: dict) -> int:
+    """The bytes a record's key, value and headers take (what a page of the record browser holds)."""
+    headers = sum(len(name) + len(value or b"") for name, value in record["headers"])
+    return len(record["key"] or b"") + len(record["value"] or b"") + headers
+
+
 def _bytes(value):
     return None if value is None else bytes(value)
 
 
-def _int(value, what: str, minimum: int = 0) -> int:
+def whole_number(value, what: str, minimum: int = 0) -> int:
+    """`value` (a number, or its text from a query or form) as an int of at least `minimum`; else a 400."""
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ControlError(400, f"{what} must be an integer, got {value!r}") from None
+        raise ControlError(400, f"{what} must be a whole number, got {value!r}") from None
     if number < minimum:
         raise ControlError(400, f"{what} must be at least {minimum}, got {number}")
     return number
