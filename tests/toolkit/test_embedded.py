@@ -3,6 +3,7 @@ helpers answer alike in a thread and in a subprocess."""
 from __future__ import annotations
 
 import os
+import time
 import socket
 
 import pytest
@@ -156,3 +157,30 @@ def test_an_emulated_release_caps_the_versions_clients_use(mode):
 def test_unknown_modes_are_refused():
     with pytest.raises(ValueError, match="mode"):
         EmbeddedBroker(mode="fork")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_both_modes_show_the_metrics_clients_push(mode):
+    """KIP-714: once a client-metrics subscription matches it, a librdkafka producer's pushes show in
+    `telemetry_clients()` (the control API's GET /clients in subprocess mode)."""
+    from confluent_kafka import Producer
+
+    from compatbroker.client import ClientConfig, KafkaClient
+    from compatbroker.client.admin import Admin
+
+    with EmbeddedBroker(mode=mode) as broker:
+        assert broker.telemetry_clients() == []
+        with KafkaClient(ClientConfig(bootstrap=broker.bootstrap_servers)) as client:
+            Admin(client).incremental_alter_configs("CLIENT_METRICS", "all", [("metrics", "SET", "*"),
+                                                                              ("interval.ms", "SET", "100")])
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "client.id": f"pushing-{mode}",
+                             "enable.metrics.push": True})
+        try:
+            deadline = time.monotonic() + 60
+            while not any(c["client_id"] == f"pushing-{mode}" and c["metrics"] for c in broker.telemetry_clients()):
+                assert time.monotonic() < deadline, "no push within 60 s"
+                producer.poll(0.2)
+        finally:
+            producer.flush(10)
+        [pushed] = broker.telemetry_clients()
+        assert pushed["client_software_name"] == "confluent-kafka-python" and pushed["pushes"] >= 1
