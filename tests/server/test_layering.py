@@ -1,5 +1,7 @@
 """The core never imports the testing toolkit: the server reaches it only through `compatbroker.server.hooks`, and
-only the top layer (`compatbroker/__init__.py`, `compatbroker/__main__.py`) wires it in."""
+only the top layer (`compatbroker/__init__.py`, `compatbroker/__main__.py`, the command line `compatbroker/cli/`)
+wires it in. The Kafka client the command line uses (`compatbroker/client/`) stands on the protocol layer alone, so
+that it works against any Kafka broker and loads nothing of ours but the codecs."""
 from __future__ import annotations
 
 import ast
@@ -10,7 +12,7 @@ from pathlib import Path
 import compatbroker
 
 PACKAGE = Path(compatbroker.__file__).parent
-TOP_LAYER = {PACKAGE / "__init__.py", PACKAGE / "__main__.py"}
+TOP_LAYER = {PACKAGE / "__init__.py", PACKAGE / "__main__.py", *(PACKAGE / "cli").rglob("*.py")}
 
 
 def _imported_modules(source: str, package: str) -> list[str]:
@@ -63,3 +65,14 @@ def test_running_a_broker_loads_nothing_of_the_toolkit(tmp_path):
         "print(sorted(m for m in sys.modules if m.startswith('compatbroker.toolkit')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_client_imports_only_the_protocol_layer():
+    client = PACKAGE / "client"
+    # besides the protocol: the version it names itself with, and the parsing of HOST:PORT and properties files
+    allowed = ("compatbroker.client", "compatbroker.protocol", "compatbroker.__version__", "compatbroker.config")
+    offenders = [f"{path.relative_to(PACKAGE.parent)} imports {name}"
+                 for path in sorted(client.rglob("*.py"))
+                 for name in _imported_modules(path.read_text(encoding="utf-8"), _package_of(path))
+                 if name.startswith("compatbroker.") and not name.startswith(allowed)]
+    assert offenders == []
