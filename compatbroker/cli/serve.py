@@ -18,6 +18,12 @@ EXIT_BAD_CONFIG = 2
 EXIT_STARTUP_FAILED = 1
 
 
+def _at_least_one(ctx, param, value: int) -> int:
+    if value < 1:
+        raise click.BadParameter("must be at least 1")
+    return value
+
+
 def _node_ids(ctx, param, text):
     if text is None:
         return None
@@ -63,7 +69,7 @@ def _racks(ctx, param, text):
                    "certificate clients must trust is")
 @click.option("--emulate", metavar="RELEASE",
               help="advertise and serve the API versions of this Apache Kafka release (e.g. 3.9)")
-@click.option("--nodes", metavar="N", type=click.IntRange(min=1), default=1,
+@click.option("--nodes", metavar="N", type=int, default=1, callback=_at_least_one,
               help="run a test cluster of N brokers in this process, node ids 0..N-1, each with its own listener "
                    "and its logs in DATA_DIR/node-ID/ (default 1: a single broker)")
 @click.option("--node-ids", metavar="ID,ID,...", callback=_node_ids,

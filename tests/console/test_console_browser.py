@@ -8,6 +8,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
 from kafka.structs import OffsetAndMetadata, TopicPartition
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -16,12 +17,18 @@ from tests.console.conftest import screenshot
 WAIT_S = 90  # generous: a loaded 2-core machine, a page refreshing every 2 s, a lag sampler every 2 s
 
 
+def waiting(driver) -> WebDriverWait:
+    """A wait that looks again when the page's live fragment was swapped in between finding an element and
+    reading it (the element then goes stale)."""
+    return WebDriverWait(driver, WAIT_S, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,))
+
+
 def wait_for_text(driver, css: str, predicate, what: str) -> str:
     """Wait until the element at `css` exists and its text satisfies `predicate`; its text."""
     def found(_driver):
         elements = driver.find_elements(By.CSS_SELECTOR, css)
         return elements[0].text if elements and predicate(elements[0].text) else False
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.2).until(found, message=f"waiting for {what}")
+    return waiting(driver).until(found, message=f"waiting for {what}")
 
 
 def produce(broker, topic: str, values: list[bytes], **settings) -> None:
@@ -94,7 +101,7 @@ def test_a_groups_lag_falls_to_zero_as_its_consumer_catches_up(broker, browser):
         # the page is not reloaded: its live part refreshes itself
         assert wait_for_text(browser, "#total-lag", lambda text: text == "0", "the lag to reach 0") == "0"
         wait_for_text(browser, "#members", lambda text: "e2e-lag-0" in text, "the member and its assignment")
-        WebDriverWait(browser, WAIT_S, poll_frequency=0.2).until(
+        waiting(browser).until(
             chart_at_zero, message="waiting for the lag chart's last sample to reach 0")
         screenshot(browser, "group")
     finally:
@@ -110,8 +117,9 @@ def test_a_fault_injected_from_the_page_reaches_a_client(broker, browser):
     form.find_element(By.NAME, "topic").send_keys("e2e-faults")
     form.find_element(By.CSS_SELECTOR, "button").click()
     wait_for_text(browser, "#message", lambda text: "TOPIC_AUTHORIZATION_FAILED" in text, "the rule's confirmation")
-    rules = browser.find_element(By.ID, "rules").text
-    assert "Produce" in rules and "TOPIC_AUTHORIZATION_FAILED on topic e2e-faults" in rules
+    rules = wait_for_text(browser, "#rules", lambda text: "TOPIC_AUTHORIZATION_FAILED on topic e2e-faults" in text,
+                          "the rule in force")
+    assert "Produce" in rules
     screenshot(browser, "faults")
 
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, retries=0, client_id="e2e-victim")

@@ -8,7 +8,9 @@ import contextlib
 import time
 
 from confluent_kafka import Producer
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from compatbroker.config import BrokerConfig
 from compatbroker.server.run import ClusterRuntime
@@ -51,7 +53,9 @@ def produce_until_pushed(bootstrap: str, url: str) -> str:
 def screenshot_clients(browser, url: str) -> str:
     browser.get(url + "/clients")
     screenshot(browser, "clients-pushed")
-    return browser.find_element(By.CSS_SELECTOR, "section.client h2").text
+    # the page's live part may be swapped in between finding the heading and reading it: look again then
+    return WebDriverWait(browser, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda driver: driver.find_element(By.CSS_SELECTOR, "section.client h2").text)
 
 
 async def test_metrics_a_librdkafka_client_pushes_appear_on_the_clients_page(tmp_path, browser):
