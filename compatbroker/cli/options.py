@@ -54,9 +54,16 @@ def make_client(ctx: click.Context, extra_names=()):
     the context. `extra_names`: properties the command reads itself (a producer's `acks`...), passed through."""
     from ..client import KafkaClient
 
-    client = KafkaClient(client_config(ctx, extra_names))
+    client = KafkaClient(client_config(ctx, extra_names), on_waiting=_say_waiting)
     ctx.call_on_close(client.close)
     return client
+
+
+def _say_waiting(message: str) -> None:
+    """The one line a command prints while it waits for a broker that is not listening yet."""
+    from .errors import visible
+
+    click.echo(f"compatbroker: {visible(message)}", err=True)
 
 
 def make_admin(ctx: click.Context):
