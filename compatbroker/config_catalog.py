@@ -106,9 +106,9 @@ def parse_value(key: ConfigKey, value: Any) -> Any:
         if bad:
             raise ValueError(f"{', '.join(map(str, bad))} is not one of {', '.join(key.choices)}")
     if key.minimum is not None and parsed < key.minimum:
-        raise ValueError(f"{parsed} is below the minimum {_number_text(key.minimum)}")
+        raise ValueError(f"{parsed} is below the minimum {number_text(key.minimum)}")
     if key.maximum is not None and parsed > key.maximum:
-        raise ValueError(f"{parsed} is above the maximum {_number_text(key.maximum)}")
+        raise ValueError(f"{parsed} is above the maximum {number_text(key.maximum)}")
     if key.check is not None:
         key.check(parsed)
     return parsed
@@ -188,7 +188,8 @@ def _java_double(number: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exact.adjusted()}"
 
 
-def _number_text(number: float) -> str:
+def number_text(number: float) -> str:
+    """A bound as Kafka prints it: 1000, not 1000.0."""
     return str(int(number)) if float(number).is_integer() else str(number)
 
 

@@ -54,7 +54,8 @@ from .config import BrokerConfig, ConfigError, known_names
 from .config_catalog import (BOOLEAN, BROKER_CONFIGS, BROKER_QUOTA_CONFIGS, CLUSTER_LEVEL_LISTENER_CONFIGS, DOUBLE,
                              DYNAMIC_NAMES, INT, LIST, LISTENER_PREFIX, LONG, LOG_RECONFIGURABLE, MAX_VALUE_LENGTH,
                              PER_BROKER_CONFIGS, SHORT, SSL_RECONFIGURABLE, STRING, THREAD_POOL_RECONFIGURABLE,
-                             TOPIC_CONFIGS, VALUE_TOO_LARGE, ConfigKey, broker_synonyms, listener_base_name)
+                             TOPIC_CONFIGS, VALUE_TOO_LARGE, ConfigKey, broker_synonyms, listener_base_name,
+                             number_text)
 from .protocol.error_codes import ErrorCode
 from .security.settings import is_security_name
 from .storage.checkpoints import write_atomically
@@ -254,9 +255,9 @@ def _check_type(key: str, value: str) -> None:
         if low is not None and not low <= number <= high:
             raise invalid(f"Not a number of type {_TYPE_NAMES[rules.type]}")
         if rules.minimum is not None and number < rules.minimum:
-            raise invalid(f"Value must be at least {_number(rules.minimum)}")
+            raise invalid(f"Value must be at least {number_text(rules.minimum)}")
         if rules.maximum is not None and number > rules.maximum:
-            raise invalid(f"Value must be no more than {_number(rules.maximum)}")
+            raise invalid(f"Value must be no more than {number_text(rules.maximum)}")
     if rules.choices is not None:
         items = [item.strip() for item in text.split(",")] if rules.type == LIST else [text]
         for item in items:
@@ -277,10 +278,6 @@ def _rules_of(key: str) -> ConfigKey | None:
             return ConfigKey(key, catalogued.type, None, None, minimum=topic.minimum, maximum=topic.maximum,
                              choices=topic.choices)
     return catalogued
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 _REMOTE_THREAD_POOLS = frozenset({  # DynamicRemoteLogConfig checks them as DynamicThreadPool checks its own

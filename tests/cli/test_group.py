@@ -254,13 +254,13 @@ def test_a_consumer_protocol_group_is_described(broker, topic, name):
         consumer.close()
 
 
-def test_a_share_group_is_described_with_its_start_offsets(broker, name):
-    """A KIP-932 share group: type share, its member, and the share-partition start offset in place of a
-    committed offset once the records are acknowledged."""
+def _share_group_with_three_records(broker, name: str, settings: dict):
+    """A ShareConsumer of a new topic `name` in share group `name`, the group formed, then three records produced
+    (share.auto.offset.reset is latest: records are produced once the group reads the topic)."""
     from confluent_kafka import Producer, ShareConsumer
 
     assert cli(broker, "topic", "create", name).code == 0
-    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": name, "client.id": "worker"})
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": name, **settings})
     try:
         consumer.subscribe([name])
         wait_until(lambda: consumer.poll(0.2) is not None or
@@ -269,6 +269,17 @@ def test_a_share_group_is_described_with_its_start_offsets(broker, name):
         for index in range(3):
             producer.produce(name, b"job%d" % index)
         assert producer.flush(30) == 0
+    except BaseException:
+        consumer.close()
+        raise
+    return consumer
+
+
+def test_a_share_group_is_described_with_its_start_offsets(broker, name):
+    """A KIP-932 share group: type share, its member, and the share-partition start offset in place of a
+    committed offset once the records are acknowledged."""
+    consumer = _share_group_with_three_records(broker, name, {"client.id": "worker"})
+    try:
         received = []
 
         def acknowledged():
@@ -288,19 +299,8 @@ def test_a_share_group_is_described_with_its_start_offsets(broker, name):
 def test_a_share_group_is_reset_with_alter_share_group_offsets(broker, name):
     """kafka-share-groups.sh --reset-offsets: a share group's start offsets move by AlterShareGroupOffsets (not
     OffsetCommit, which knows no share group), an empty share group's only."""
-    from confluent_kafka import Producer, ShareConsumer
-
-    assert cli(broker, "topic", "create", name).code == 0
-    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": name})
+    consumer = _share_group_with_three_records(broker, name, {})
     try:
-        consumer.subscribe([name])
-        # share.auto.offset.reset is latest: records are produced once the group reads the topic
-        wait_until(lambda: consumer.poll(0.2) is not None or
-                   cli(broker, "group", "describe", name, "--format", "json").code == 0, "the share group")
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
-        for index in range(3):
-            producer.produce(name, b"job%d" % index)
-        assert producer.flush(30) == 0
         received = []
 
         def acknowledged():
