@@ -192,12 +192,15 @@ def _copy(source, render, count, follow, meter) -> None:
 
 def _write(out, source, render, records) -> None:
     data = b"".join(render(record) for record in records)
+    flushed = False
     with sigterm_held():  # SIGTERM waits for the write: what reached stdout is committed
         try:
             out.write(data)
             out.flush()
+            flushed = True
         except BaseException as exc:  # a closed pipe, a full disk, Ctrl-C in the middle: the records go back
-            source.rewind(records)
+            if not flushed:  # (Ctrl-C just after the flush: they reached stdout, and are committed)
+                source.rewind(records)
             if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
                 raise CliError("consume", None, f"cannot write to stdout: {exc.strerror or exc}") from None
             raise

@@ -7,7 +7,9 @@ goes on after a record the producer refused (the run then exits 1). `-K SEP` spl
 first SEP into key and value (a line without SEP is a value with a null key); `-H name=value` adds a header to every
 record. Records go to `-p PARTITION`, or where the partitioner puts them (`murmur2` as the Java client: the key's
 murmur2 hash, sticky batches for keyless records; `round-robin`; `random`), batched per partition
-(`--linger-ms`, `--batch-size`), compressed with `--compression`, acknowledged per `--acks`. The same settings
+(`--linger-ms`, `--batch-size`), compressed with `--compression`, acknowledged per `--acks`; idempotent (producer
+id and sequence numbers) unless `--acks` is 0 or 1 or `--no-idempotent` says otherwise, as Kafka's producer and
+kafka-console-producer are since Kafka 3.0. The same settings
 under the Java producer's names (`acks`, `compression.type`, `linger.ms`, `batch.size`, `enable.idempotence`,
 `max.request.size`, `delivery.timeout.ms`, `buffer.memory`, `max.block.ms`) are read from `--command-config` / `-X`
 where no option gives them, so a producer.properties file of Kafka's tools works as it is.
@@ -83,8 +85,9 @@ PRODUCER_PROPERTIES = {
               help="how long a batch waits for more records")
 @click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True,
               help="bytes at which a batch is sent")
-@click.option("--idempotent/--no-idempotent", default=False, show_default=True,
-              help="enable.idempotence: producer id and sequence numbers (needs --acks all)")
+@click.option("--idempotent/--no-idempotent", default=None,
+              help="enable.idempotence: producer id and sequence numbers, so that a retried batch is written once "
+                   "(needs --acks all) [default: on with --acks all, as Kafka's producer]")
 @click.pass_context
 def produce(ctx, topic, input_file, key_separator, headers, partition, partitioner, compression, acks, linger_ms,
             batch_size, idempotent):
@@ -103,9 +106,7 @@ def produce(ctx, topic, input_file, key_separator, headers, partition, partition
         "acks": acks, "compression": compression, "linger_ms": linger_ms, "batch_size": batch_size,
         "idempotent": idempotent})
     chosen["acks"] = ACKS[chosen["acks"]]
-    chosen["enable_idempotence"] = chosen.pop("idempotent")
-    if chosen["enable_idempotence"] and chosen["acks"] != -1:
-        raise click.UsageError("--idempotent (enable.idempotence) needs --acks all", ctx)
+    chosen["enable_idempotence"] = _idempotence(ctx, chosen.pop("idempotent"), chosen["acks"])
     record_headers = [_header(text) for text in headers]
     separator = unescape(key_separator) if key_separator else None
     run = _Run(topic, output_format(ctx) == "json")
@@ -118,6 +119,17 @@ def produce(ctx, topic, input_file, key_separator, headers, partition, partition
         run.meter.close()
         raise from_kafka_error(f"produce {topic}", exc) from None
     return run.finish(stop)
+
+
+def _idempotence(ctx, asked: bool | None, acks: int) -> bool:
+    """enable.idempotence as Kafka's producer (KIP-679) settles it: on by default, off by default where acks is not
+    all, and a usage error where it is asked for with acks other than all. A batch resent after a lost answer (a
+    broken connection, Ctrl-C while a request was out) is then written once."""
+    if asked is None:
+        return acks == -1
+    if asked and acks != -1:
+        raise click.UsageError("--idempotent (enable.idempotence) needs --acks all", ctx)
+    return asked
 
 
 def _header(text: str) -> tuple[str, bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -39,6 +40,24 @@ def run_bytes(*args: str, input: bytes = b"") -> RanBytes:
 
 
 def start_process(*args: str, stdin=subprocess.DEVNULL) -> subprocess.Popen:
-    """`python -m compatbroker ARGS...` as a running child process, stdout and stderr piped."""
+    """`python -m compatbroker ARGS...` as a running child process, stdout and stderr piped (with faulthandler on,
+    so that `exit_code` can show where a process that does not end is stuck)."""
     return subprocess.Popen([sys.executable, "-m", "compatbroker", *args], stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO_ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.PIPE, cwd=REPO_ROOT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"})
+
+
+def exit_code(process: subprocess.Popen, timeout_s: float) -> int:
+    """The process's exit code; when it has not ended within `timeout_s`, a failure showing its stderr with the
+    Python stacks of all its threads (faulthandler dumps them on SIGABRT)."""
+    try:
+        return process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        try:
+            _, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate()
+        raise AssertionError(f"{' '.join(process.args[3:])} did not end within {timeout_s} s; its stderr:\n"
+                             f"{err.decode(errors='replace')[-6000:]}") from None

@@ -13,7 +13,7 @@ import threading
 from kafka import KafkaProducer
 
 from .helpers import REPO_ROOT, wait_until
-from .stream_helpers import run_bytes, start_process
+from .stream_helpers import exit_code, run_bytes, start_process
 
 WAIT_S = 60
 RECORD_KEYS = {"topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers"}
@@ -173,18 +173,19 @@ def test_two_cli_consumers_split_partitions_and_commit_on_ctrl_c(broker, name):
         wait_until(lambda: len(first_lines.lines) + len(second_lines.lines) == 40, "40 records between the two")
         for process in (first, second):
             process.send_signal(signal.SIGINT)
-        assert [process.wait(WAIT_S) for process in (first, second)] == [130, 130]
+        assert [exit_code(process, WAIT_S) for process in (first, second)] == [130, 130]
     finally:
         for process in (first, second):
             if process is not None and process.poll() is None:
                 process.kill()
-    for process in (first, second):
-        assert b"compatbroker: interrupted" in process.stderr.read()
+    errors = [process.stderr.read().decode(errors="replace") for process in (first, second)]
+    for error in errors:
+        assert "compatbroker: interrupted" in error, errors
     got = [{line.split(b":")[0] for line in lines.lines} for lines in (first_lines, second_lines)]
     assert sorted(map(sorted, got)) == [[b"0", b"1"], [b"2", b"3"]]  # each partition read by one consumer
     assert sorted(first_lines.lines + second_lines.lines) == sorted(
         b"%d:%d-%d" % (p, p, i) for p in range(4) for i in range(10))
-    assert broker.committed_offsets(group) == {(name, p): 10 for p in range(4)}
+    assert broker.committed_offsets(group) == {(name, p): 10 for p in range(4)}, errors
     assert broker.describe_group(group)["members"] == []  # both left the group on the way out
 
 
@@ -198,7 +199,7 @@ def test_sigterm_commits_and_leaves_the_group_then_exits_143(broker, name):
         produce(broker, name, [(None, b"%d" % i, ()) for i in range(5)], partition=1)
         wait_until(lambda: len(lines.lines) == 5, "the 5 records written out")
         process.send_signal(signal.SIGTERM)
-        assert process.wait(WAIT_S) == 143
+        assert exit_code(process, WAIT_S) == 143
     finally:
         if process.poll() is None:
             process.kill()
