@@ -356,9 +356,14 @@ REMOVED_BROKER_CONFIGS: dict[str, ConfigKey] = {key.name: key for key in (
 """The broker-level synonyms of the removed topic configs, for their synonym lists (Kafka 3.9's defaults)."""
 
 
+def before_kafka_4(release: str | None) -> bool:
+    """Whether a broker emulating Kafka `release` (None: not emulating, so 4.x) stands in for a release before 4.0."""
+    return release is not None and int(release.split(".")[0]) < 4
+
+
 def accepts_removed_topic_configs(release: str | None) -> bool:
     """Whether a broker emulating Kafka `release` (None: not emulating, so 4.x) takes the removed topic configs."""
-    return release is not None and int(release.split(".")[0]) < 4
+    return before_kafka_4(release)
 
 
 def removed_topic_configs(release: str | None = None) -> dict[str, ConfigKey]:

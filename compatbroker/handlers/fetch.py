@@ -48,8 +48,9 @@ Behaviour, as Kafka's:
 - Old formats: versions 0-1 read magic 0 message sets, 2-3 magic 1; their records are converted
   (`records.convert.batches_to_legacy`, plus dropping the records before `fetch_offset` from an uncompressed first
   batch, as Kafka does), the one place record bytes pass through Python. Control batches are left out; zstd cannot
-  be converted and answers UNSUPPORTED_COMPRESSION_TYPE, which every version below 10 also gets for a topic whose
-  `compression.type` is zstd.
+  be converted and answers UNSUPPORTED_COMPRESSION_TYPE. Versions 4-9 get the batches as stored, zstd ones too, as
+  from Kafka 4.0 (which converts nothing); a broker emulating Kafka 3.x (`broker.emulated_release`) answers them
+  UNSUPPORTED_COMPRESSION_TYPE for a topic whose `compression.type` is zstd, as 3.x did.
 
 Counted in `broker.metrics` (compatbroker.metrics) for consumers' fetches, per topic: partitions read, failed
 reads, record bytes sent; and the long polls waiting (Kafka's Fetch purgatory).
@@ -77,6 +78,7 @@ from ..protocol.records.errors import CorruptRecordError, InvalidRecordError, Un
 from ..protocol.records.legacy import encode_messages
 from ..protocol.wire import ZERO_UUID
 from ..cluster.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica, selector_enabled
+from ..config_catalog import before_kafka_4
 from ..security.acls.types import CLUSTER_NAME, AclOperation, ResourceType
 from ..storage import OffsetOutOfRangeError
 from .partition_leadership import leader_epoch_error, leader_hint
@@ -375,12 +377,13 @@ def _error_data(request: PartitionRequest, code: ErrorCode, *, records=b""):
 # --- the response -------------------------------------------------------------------------------------------------
 
 def _finish(broker, version: int, read: _Read) -> _Read:
-    """Apply what old versions need to a partition chosen for the response: zstd refusal below v10, conversion to
-    magic 0/1 below v4."""
+    """Apply what old versions need to a partition chosen for the response: conversion to magic 0/1 below v4, and
+    Kafka 3.x's zstd-topic refusal below v10 where the broker emulates 3.x."""
     if version >= 10 or read.request.topic is None:
         return read
     log = broker.get_log(read.request.topic, read.request.partition)
-    if log is not None and log.config.compression_type == "zstd":
+    if log is not None and log.config.compression_type == "zstd" \
+            and before_kafka_4(getattr(broker, "emulated_release", None)):
         read.data = _error_data(read.request, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, records=None)
     elif version < 4 and read.data.records:
         try:

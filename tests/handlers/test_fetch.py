@@ -116,7 +116,16 @@ async def test_zstd_cannot_be_converted(broker):
     assert modern.error_code == 0 and records_of(modern.records)[0].value == b"z"
 
 
-async def test_zstd_topics_need_v10(broker):
+async def test_zstd_topics_serve_v4_to_v9_as_kafka_4_does(broker):
+    broker.create_topic("t", 1, {"compression.type": "zstd"})
+    append(broker, batch(b"v", compression=Compression.ZSTD))
+    for version in (4, 9, 10):
+        _, decoded = await fetch_one(broker, version)
+        assert decoded.error_code == 0 and records_of(decoded.records)[0].value == b"v"
+
+
+async def test_zstd_topics_need_v10_where_the_broker_emulates_kafka_3(broker):
+    broker.emulated_release = "3.9"
     broker.create_topic("t", 1, {"compression.type": "zstd"})
     append(broker, batch(b"v"))
     assert (await fetch_one(broker, 9))[1].error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
