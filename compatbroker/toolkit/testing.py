@@ -8,7 +8,9 @@
 The container runs `compatbroker serve` from the image that the repository's Dockerfile builds
 (`CompatBrokerContainer.build_image(repo)` builds it, or `docker build -t compatbroker .`). Kafka clients connect to
 the address the broker advertises, which must be the one reachable from the host; that port is only known once
-Docker maps it, so the container binds a free host port chosen beforehand and advertises it from the start.
+Docker maps it, so the container binds a free host port chosen beforehand and advertises it from the start. With a
+local engine the port is mapped on 127.0.0.1 only and advertised as 127.0.0.1:PORT (not `localhost`, which a client
+may try as ::1 first); with a remote engine it is mapped on every interface and advertised under the engine's host.
 
 testcontainers is imported when the class is first used, so importing this module needs nothing beyond
 compatbroker itself (`pip install testcontainers` for the container).
@@ -21,6 +23,7 @@ import socket
 DEFAULT_IMAGE = "compatbroker:latest"
 BROKER_PORT = 9092
 READY_LINE = r"compatbroker listening on "
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
 
 def __getattr__(name):
@@ -50,13 +53,19 @@ def _container_class():
             self.settings = dict(settings or {})
             self.advertised_host: str | None = None  # set when the container starts
             self.with_bind_ports(BROKER_PORT, self.host_port)
-            self.waiting_for(LogMessageWaitStrategy(READY_LINE))
+            # the broker starts in well under a second; testcontainers' 1 s polling would double that
+            self.waiting_for(LogMessageWaitStrategy(READY_LINE).with_poll_interval(0.2))
 
         def _configure(self) -> None:
             try:
-                self.advertised_host = self.get_container_host_ip()
+                host = self.get_container_host_ip()
             except Exception:  # noqa: BLE001 - gateway and bridge modes know the address only once it runs
-                self.advertised_host = self.get_docker_client().host()
+                host = self.get_docker_client().host()
+            if host in LOOPBACK_NAMES:
+                host = "127.0.0.1"
+                # docker-py takes (host ip, host port): reachable from this machine only
+                self.ports[str(BROKER_PORT)] = (host, self.host_port)
+            self.advertised_host = host
             self.with_command(self.serve_command())
 
         def serve_command(self) -> list[str]:
@@ -76,9 +85,18 @@ def _container_class():
             return f"{self.advertised_host}:{self.host_port}"
 
         @staticmethod
-        def build_image(repo_path, tag: str = DEFAULT_IMAGE) -> str:
-            """Build the repository's Dockerfile as `tag` and return the tag."""
-            DockerImage(path=repo_path, tag=tag, clean_up=False).build()
+        def build_image(repo_path, tag: str = DEFAULT_IMAGE, *, base_image: str | None = None,
+                        network_mode: str | None = None, timeout: float = 900) -> str:
+            """Build the repository's Dockerfile as `tag` and return the tag.
+
+            `base_image` replaces the Dockerfile's BASE_IMAGE (python:3.11-slim); `network_mode="host"` gives its
+            RUN steps (pip) the host's network, for engines whose containers have none of their own. `timeout`
+            bounds each wait for the engine's next word (docker-py's 60 s default can cut a slow step short)."""
+            options = {"network_mode": network_mode} if network_mode else {}
+            if base_image:
+                options["buildargs"] = {"BASE_IMAGE": base_image}
+            DockerImage(path=str(repo_path), tag=tag, clean_up=False, docker_client_kw={"timeout": timeout},
+                        **options).build()
             return tag
 
     return CompatBrokerContainer
