@@ -7,6 +7,8 @@
 #                    console's browser tests, tests/console/)
 #   node packages:   kafkajs and its codecs, in $COMPATBROKER_NODE_DIR (outside the checkout)
 #   python packages: the project with its test extra, in $COMPATBROKER_VENV (outside the checkout)
+#   tests/setup/*.sh: one script per further area of the compat matrix (more client families, applications,
+#                    containers), sourced in name order (contract below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${COMPATBROKER_VENV:-$HOME/.cache/compatbroker/venv}"
@@ -34,6 +36,15 @@ command -v chromium >/dev/null || missing+=(chromium fonts-dejavu-core)
 command -v chromedriver >/dev/null || missing+=(chromium-driver)
 # kafkajs-lz4's lz4 module compiles a native addon when installed (node-gyp: make, g++)
 { command -v make >/dev/null && command -v g++ >/dev/null; } || missing+=(build-essential)
+# Each tests/setup/*.sh, sourced here, only checks: it appends the Debian packages it lacks to `missing`, and the
+# names of its functions that must run once those are installed (node or pip packages, builds) to `after_apt`.
+# Those functions skip what is already done, so that a second run starts at once, and print what they install.
+after_apt=()
+for setup in tests/setup/*.sh; do
+    [ -e "$setup" ] || continue
+    # shellcheck source=/dev/null
+    source "$setup"
+done
 [ "${#missing[@]}" -eq 0 ] || apt_install "${missing[@]}"
 
 # --- node packages: skipped when every package is already installed at its pinned version ---
@@ -56,4 +67,11 @@ if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV" 2>/dev/null || { rm -rf "$VENV"; apt_install python3-venv; python3 -m venv "$VENV"; }
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
-exec "$VENV/bin/python" -m pytest "$@"
+for step in "${after_apt[@]}"; do
+    started=$SECONDS
+    "$step"
+    echo "run.sh: $step: $((SECONDS - started)) s" >&2
+done
+# Two workers (pytest-xdist), each test file on one of them: most of the time a compat test waits for a client or a
+# broker, not for a core. COMPATBROKER_TEST_WORKERS=0 runs everything in one process.
+exec "$VENV/bin/python" -m pytest -n "${COMPATBROKER_TEST_WORKERS:-2}" --dist loadfile "$@"

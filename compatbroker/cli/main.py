@@ -35,6 +35,7 @@ COMMANDS = {
     "user": ("user", "user", "SCRAM credentials: list, create, delete"),
     "produce": ("produce", "produce", "write records from stdin to a topic"),
     "consume": ("consume", "consume", "read records from a topic"),
+    "matrix": ("matrix", "matrix", "where the latest compatibility matrix (tests/compat) is"),
 }
 
 

@@ -5,7 +5,8 @@
 - `partitioned_broker`: the same with num.partitions=10, so that the topics the clients auto-create have ten
   partitions.
 - `fresh_broker`: a broker of the test's own, for restarts.
-- `client`: each client of clients.CLIENT_NAMES in turn; `each_client` adds sarama (clients.ALL_CLIENT_NAMES).
+- `client`: each client of clients.CLIENT_NAMES in turn (catalog tag "client"); `each_client`: those of
+  clients.EACH_CLIENT_NAMES (tag "each": metadata, topic listing and committed offsets).
 - `secured_client`: kafka-python, aiokafka, confluent-kafka and kcat in turn, for the security flows (their brokers:
   secured_clients.py).
 Every broker is stopped with SIGTERM at teardown, which must make it exit 0 within 5 s.
@@ -51,9 +52,9 @@ def client(request) -> clients.ClientAdapter:
     return clients.load_or_fail(request.param)
 
 
-@pytest.fixture(params=clients.ALL_CLIENT_NAMES)
+@pytest.fixture(params=clients.EACH_CLIENT_NAMES)
 def each_client(request) -> clients.ClientAdapter:
-    """`client` with sarama too, for the flows its adapter can take part in."""
+    """The clients whose adapters list metadata and topics and commit and read back offsets (catalog tag "each")."""
     return clients.load_or_fail(request.param)
 
 

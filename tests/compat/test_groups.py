@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from . import clients
+from .clients import catalog
 from .broker_process import BrokerProcess
 from .groups import WAIT_S, Members, each_read_its_own, received_all, split_among
 from .records import MAX_MESSAGE_BYTES, Record
@@ -21,13 +22,13 @@ PARTITIONS = frozenset(range(6))
 GROUP_BROKER_SETTINGS = {"message.max.bytes": str(MAX_MESSAGE_BYTES), "num.partitions": str(len(PARTITIONS)),
                          "group.initial.rebalance.delay.ms": "0"}
 
-EVERY_CLIENT = ("kafka-python", "aiokafka", "confluent-kafka", "kafkajs")
-# kcat -G joins these too; it takes no commit command (it commits by itself), so the committed-offsets test below
-# leaves it out (test_committed_offsets.py has its commits).
-MEMBERSHIP_CLIENTS = (*EVERY_CLIENT, "kcat")
-STATIC_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")  # kafkajs 2.2.4 has no group.instance.id
-COOPERATIVE_CLIENTS = ("confluent-kafka", "kafka-python")  # aiokafka and kafkajs rebalance eagerly only
-ADMIN_CLIENTS = ("kafka-python", "confluent-kafka")
+# The clients of each test, by their tags in clients/catalog.py: kcat -G joins groups but takes no commit command (it
+# commits by itself), so the committed-offsets test below leaves it out (test_committed_offsets.py has its commits).
+MEMBERSHIP_CLIENTS = catalog.with_tag("member")
+EVERY_CLIENT = catalog.with_tag("member_commit")
+STATIC_CLIENTS = catalog.with_tag("static")  # kafkajs 2.2.4 has no group.instance.id
+COOPERATIVE_CLIENTS = catalog.with_tag("cooperative")  # aiokafka and kafkajs rebalance eagerly only
+ADMIN_CLIENTS = catalog.with_tag("group_admin")
 LEAVE_SESSION_MS = 45_000
 
 

@@ -19,6 +19,7 @@ from compatbroker.protocol.messages import InitProducerIdRequest, ProduceRequest
 from compatbroker.protocol.records.batch import build_batch
 
 from . import clients
+from .clients import catalog
 from .broker_process import BrokerProcess
 from .checks import read_exactly
 from .conftest import BROKER_SETTINGS
@@ -105,7 +106,7 @@ def test_kafka_python_idempotent_producer_under_faults(proxied, reference, topic
     assert_stored_once_in_order(reference, broker, topic)
 
 
-@pytest.mark.parametrize("idempotent_client", ["aiokafka", "kcat", "kafkajs", "sarama"])
+@pytest.mark.parametrize("idempotent_client", catalog.with_tag("idempotent"))
 def test_idempotent_producer_under_faults(proxied, reference, topic, idempotent_client):
     client = clients.load_or_fail(idempotent_client)
     broker, proxy = proxied

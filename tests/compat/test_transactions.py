@@ -23,6 +23,7 @@ import time
 import pytest
 
 from . import clients
+from .clients import catalog
 from .broker_process import BrokerProcess
 from .clients.base import OK, TxnStep
 from .conftest import BROKER_SETTINGS
@@ -33,13 +34,17 @@ PER_TRANSACTION = 30  # records of one transaction, spread over the partitions
 TIMEOUT_MS = 3000  # the silent producer's transaction.timeout.ms
 CLEANUP_INTERVAL_MS = 500
 WAIT_S = 60.0  # bound on the timed-out transaction's abort, far above TIMEOUT_MS for a loaded machine
-TXN_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "kafkajs")
+TXN_CLIENTS = catalog.with_tag("transactional")
 # What each client's commit raises once a newer producer has fenced it. kafka-python and aiokafka turn
 # INVALID_PRODUCER_EPOCH and PRODUCER_FENCED into their fenced error; librdkafka into its fatal _FENCED; kafkajs
 # (EndTxn v1) reports the code as is, and Kafka answers EndTxn below v2 INVALID_PRODUCER_EPOCH instead of
 # PRODUCER_FENCED.
 FENCED = {"kafka-python": {"error:PRODUCER_FENCED"}, "aiokafka": {"error:ProducerFenced"},
-          "confluent-kafka": {"error:_FENCED"}, "kafkajs": {"error:INVALID_PRODUCER_EPOCH"}}
+          "confluent-kafka": {"error:_FENCED"}, "kafkajs": {"error:INVALID_PRODUCER_EPOCH"},
+          "node-rdkafka": {"error:_FENCED"}, "confluent-kafka-javascript": {"error:_FENCED"},
+          "kafka-python-2.2": {"error:INVALID_PRODUCER_EPOCH"},  # it sends EndTxn v1
+          "aiokafka-0.10": {"error:ProducerFenced"},
+          "confluent-kafka-2.4": {"error:_FENCED"}}
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,20 @@ installs all of them.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import shutil
 from pathlib import Path
 
+from . import catalog
 from .base import ClientAdapter, ClientError
 
-CLIENT_NAMES = ("kafka-python", "aiokafka", "confluent-kafka", "kcat", "kafkajs")
-# With the Go client sarama, which the `client` fixture leaves out (its adapter sends keys and values only and reads
-# one partition per call). Tests that sarama can take part in parametrize over this.
-ALL_CLIENT_NAMES = (*CLIENT_NAMES, "sarama")
+# The clients of the `client` fixture (catalog tag "client"), and of `each_client` (tag "each").
+CLIENT_NAMES = catalog.with_tag("client")
+EACH_CLIENT_NAMES = catalog.with_tag("each")
+# Every row of the matrix: clients, tools and applications (catalog.CLIENTS).
+ALL_CLIENT_NAMES = catalog.names()
 
 NODE_PACKAGES = ("kafkajs@2.2.4", "kafkajs-snappy@1.1.0", "kafkajs-lz4@1.2.1", "@bokuweb/zstd-wasm@0.0.27")
 # Where tests/run.sh installs the node packages (outside the checkout); override with COMPATBROKER_NODE_DIR.
@@ -78,7 +81,11 @@ def load(name: str) -> ClientAdapter:
     if name == "sarama":
         from .sarama_client import load as load_sarama
         return load_sarama()  # builds its program on first use
-    raise ValueError(f"unknown client {name!r}")
+    adapter = catalog.info(name).adapter  # KeyError: not a matrix client
+    if not adapter:
+        raise ValueError(f"{name} has no adapter (an application row: its tests drive it themselves)")
+    module, _, function = adapter.partition(":")
+    return getattr(importlib.import_module(f".{module}", __package__), function)(name)
 
 
 def load_or_fail(name: str) -> ClientAdapter:
@@ -91,5 +98,5 @@ def load_or_fail(name: str) -> ClientAdapter:
     pytest.fail(missing, pytrace=False)
 
 
-__all__ = ["ALL_CLIENT_NAMES", "CLIENT_NAMES", "ClientAdapter", "ClientError", "MissingClient", "load",
-           "load_or_fail", "require_executable"]
+__all__ = ["ALL_CLIENT_NAMES", "CLIENT_NAMES", "EACH_CLIENT_NAMES", "ClientAdapter", "ClientError", "MissingClient",
+           "load", "load_or_fail", "require_executable"]
