@@ -7,12 +7,16 @@ with Produce v3, is refused as Kafka refuses it below v7), consume from
 the oldest and the newest offset, and a consumer group with committed offsets (sarama's groups need 0.10.2).
 Requests go through a recording proxy, so each test also checks the versions sarama really sent. sarama's part in
 the other flows (admin, committed offsets, idempotence, metadata, restart) is in those flows' modules.
+
+The end of the module is the "sarama-2.1" row's: the same client at protocol 2.1.0, through the shared produce,
+consume and restart tests (it joins the shared metadata, committed offsets, group membership and idempotence tests
+by its catalog tags).
 """
 from __future__ import annotations
 
 import pytest
 
-from . import clients
+from . import clients, test_consume, test_produce, test_restart
 from .broker_process import BrokerProcess
 from .checks import POSITIONING_BOUND_S, assert_stored_as, first_new_record, read_exactly
 from .conftest import BROKER_SETTINGS
@@ -144,3 +148,83 @@ def test_consumer_group_commits_and_resumes(sarama, proxied, reference, topic):
     rest = sarama.group_consume(proxy.bootstrap, topic, group, 10)
     assert_same(sent[20:], rest)
     assert reference.group_offsets(broker.bootstrap, group) == {(topic, 0): 30}
+
+
+# --- the "sarama-2.1" row: sarama with Config.Version 2.1.0, the default protocol of newer sarama releases ----------
+# It writes v2 batches (Produce v3, with headers and timestamps), reads with Fetch v4 and looks offsets up with
+# ListOffsets v1. The shared produce, consume and restart tests run here with it as their client: it cannot join their
+# tag ("client") because two of them do not fit sarama 1.22 at 2.1.0. Producing zstd: it sends Produce v3, which
+# Kafka refuses for zstd below v7 (test_zstd_below_produce_v7_is_refused_as_kafka_does); keyed records: its default
+# partitioner hashes with FNV-1a, not the Java client's murmur2. It reads zstd batches (Fetch v4 serves them as
+# stored, as Kafka 4 does).
+
+@pytest.fixture(scope="module")
+def sarama_2_1():
+    return clients.load_or_fail("sarama-2.1")
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="produce")
+def test_2_1_produces_record_shapes(sarama_2_1, reference, broker, topic):
+    test_produce.test_record_shapes(sarama_2_1, reference, broker, topic)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="produce")
+@pytest.mark.parametrize("acks", [0, 1, -1])
+def test_2_1_produces_with_each_acks(sarama_2_1, reference, broker, topic, acks):
+    test_produce.test_acks(sarama_2_1, reference, broker, topic, acks)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="produce")
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4"])
+def test_2_1_produces_compressed(sarama_2_1, reference, broker, topic, codec):
+    test_produce.test_compression(sarama_2_1, reference, broker, topic, codec)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="produce")
+def test_2_1_produces_a_one_mib_record_and_twenty_producers(sarama_2_1, reference, broker, topic):
+    test_produce.test_one_mib_record(sarama_2_1, reference, broker, topic)
+    test_produce.test_twenty_producers(sarama_2_1, reference, broker, f"{topic}.twenty")
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="consume")
+def test_2_1_consumes_record_shapes(sarama_2_1, reference, broker, topic):
+    test_consume.test_record_shapes(sarama_2_1, reference, broker, topic)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="consume")
+def test_2_1_consumes_compressed_and_big_records(sarama_2_1, reference, broker, topic):
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        test_consume.test_compressed(sarama_2_1, reference, broker, f"{topic}.{codec}", codec)
+    test_consume.test_one_mib_record(sarama_2_1, reference, broker, topic)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="consume")
+def test_2_1_consumes_ten_partitions(sarama_2_1, reference, partitioned_broker, topic):
+    test_consume.test_ten_partitions(sarama_2_1, reference, partitioned_broker, topic)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="consume")
+def test_2_1_starts_at_a_timestamp_an_offset_and_the_latest(sarama_2_1, reference, broker, topic):
+    test_consume.test_start_at_timestamp(sarama_2_1, reference, broker, f"{topic}.timestamp")
+    test_consume.test_start_at_offset(sarama_2_1, reference, broker, f"{topic}.offset")
+    test_consume.test_start_at_latest(sarama_2_1, reference, broker, f"{topic}.latest")
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="consume")
+def test_2_1_long_poll(sarama_2_1, reference, broker, topic):
+    test_consume.test_long_poll(sarama_2_1, reference, broker, topic)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="consume")
+def test_2_1_twenty_consumers(sarama_2_1, reference, broker, topic):
+    test_consume.test_twenty_consumers(sarama_2_1, reference, broker, topic)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="consume")
+def test_2_1_lists_offsets(sarama_2_1, reference, broker, topic):
+    test_consume.test_list_offsets(sarama_2_1, reference, broker, topic)
+
+
+@pytest.mark.matrix(client="sarama-2.1", flow="restart")
+def test_2_1_restart_between_produce_and_consume(sarama_2_1, reference, fresh_broker, topic):
+    test_restart.test_restart_between_produce_and_consume(sarama_2_1, reference, fresh_broker, topic)

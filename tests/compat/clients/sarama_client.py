@@ -8,6 +8,12 @@ otherwise, so it never asks ApiVersions and sends Metadata v0, Produce v0 with m
 consumer groups 0.10.2, the idempotent producer 0.11, its ClusterAdmin 0.10). The admin calls and the
 idempotent producer use NEWER_PROTOCOL unless the adapter was given a version.
 
+The matrix has two rows of it: "sarama" (its default protocol) and "sarama-2.1" (`load("sarama-2.1")`: Config.Version
+2.1.0, the default of newer sarama releases), which sends headers and timestamps in v2 batches (Produce v3), reads
+them with Fetch v4 and looks offsets up by time with ListOffsets v1 (`list_offsets`, consume from an AtTimestamp).
+Its group members (`member_command`: sarama/member.go, member.py's line protocol) take no commit command: sarama 1.22
+has no synchronous commit (marked offsets go out every Consumer.Offsets.CommitInterval and when a session ends).
+
 `secured(config)` (base.py) connects every command over TLS and/or SASL: `config` is the "sarama" client config of
 compatbroker.toolkit.security, whose "security" part the program maps onto sarama's Net.TLS and Net.SASL
 (sarama/security.go, with a SCRAM client of its own: sarama 1.22 ships none). `connect` opens one connection and
@@ -25,7 +31,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..records import EARLIEST, LATEST, AtOffset, Consumed, Record
+from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed, Record
 from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
 
 GOPATH = Path("/usr/share/gocode")  # where Debian's golang-*-dev packages put their source
@@ -37,54 +43,73 @@ INSTALL_HINT = (f"apt-get update && apt-get install -y golang-go {DEBIAN_PACKAGE
                 "COMPATBROKER_SARAMA_DIR selects where the program is built)")
 BUILD_TIMEOUT_S = 600  # the first build compiles sarama and its cgo zstd binding
 NEWER_PROTOCOL = "2.1.0"
+ROW_2_1 = "sarama-2.1"  # the matrix row of sarama at NEWER_PROTOCOL
 
 
-def load() -> SaramaClient:
-    """The adapter, building the program if needed; raises MissingClient with the install command."""
+def load(name: str = "sarama") -> SaramaClient:
+    """The adapter of the row `name` ("sarama", or "sarama-2.1": the same client with Config.Version 2.1.0, the
+    default of newer sarama releases), building the program if needed; raises MissingClient with the install
+    command."""
     from . import MissingClient
 
     go = shutil.which("go")
     if go is None or not SARAMA_SOURCE.is_dir():
         missing = "the go command" if go is None else f"{SARAMA_SOURCE}"
         raise MissingClient(f"sarama is not installed ({missing} is missing): {INSTALL_HINT}")
+    if name == ROW_2_1:
+        return SaramaClient(build(go), NEWER_PROTOCOL, name=ROW_2_1)
     return SaramaClient(build(go))
 
 
 def build(go: str) -> Path:
+    return build_go_program(go, PROGRAM_DIR, BUILD_DIR, "sarama-compat")
+
+
+def build_go_program(go: str, program_dir: Path, build_dir: Path, binary: str) -> Path:
+    """Builds the Go package in `program_dir` in GOPATH mode against Debian's packaged sources, once per source
+    hash, into build_dir/<hash>/<binary>; the path of the program. kafka_go_client.py builds its program here too."""
     digest = hashlib.sha256()
-    for source in sorted(PROGRAM_DIR.glob("*.go")):
+    for source in sorted(program_dir.glob("*.go")):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    target = BUILD_DIR / digest.hexdigest()[:16] / "sarama-compat"
+    target = build_dir / digest.hexdigest()[:16] / binary
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"sarama-compat.{os.getpid()}.partial")
+    partial = target.with_name(f"{binary}.{os.getpid()}.partial")
     env = os.environ | {"GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": "", "CGO_ENABLED": "1"}
-    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=PROGRAM_DIR, env=env,
+    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=program_dir, env=env,
                           capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     if done.returncode != 0:
-        raise ClientError(f"building the sarama program failed:\n{done.stderr[-4000:]}")
+        raise ClientError(f"building {binary} failed:\n{done.stderr[-4000:]}")
     partial.replace(target)  # atomic: a concurrent run sees the old state or the whole program
     return target
 
 
-def installed_version() -> str | None:
-    """The Debian package's version, e.g. 1.22.1-1."""
+def installed_version(name: str = "sarama") -> str | None:
+    """The Debian package's version, e.g. 1.22.1-1 (the "sarama-2.1" row adds its protocol)."""
     try:
         done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", DEBIAN_PACKAGE], capture_output=True,
                               text=True, timeout=10)
     except OSError:
         return None
-    return done.stdout.strip() or None
+    version = done.stdout.strip()
+    if not version:
+        return None
+    return f"{version}, Config.Version {NEWER_PROTOCOL}" if name == ROW_2_1 else version
 
 
 class SaramaClient(ClientAdapter):
     name = "sarama"
-    expressive = False  # magic 0 messages carry neither timestamps nor headers
 
-    def __init__(self, program: Path, protocol: str | None = None):
+    def __init__(self, program: Path, protocol: str | None = None, *, name: str = "sarama"):
         self.program = program
         self.protocol = protocol  # sarama's Config.Version; None keeps its default (0.8.2)
+        self.name = name
+
+    @property
+    def expressive(self) -> bool:
+        """Headers and timestamps need v2 batches (protocol 0.11 or later); magic 0 messages carry neither."""
+        return self.protocol is not None and _at_least(self.protocol, (0, 11))
 
     def with_protocol(self, protocol: str | None) -> SaramaClient:
         clone = copy.copy(self)  # keeps `security` (see secured() in base.py)
@@ -156,22 +181,28 @@ class SaramaClient(ClientAdapter):
     def produce(self, bootstrap: str, topic: str, records: Sequence[Record], *, acks: int = -1,
                 compression: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S):
         for record in records:
-            if record.headers or record.timestamp is not None or record.partition is not None:
-                raise ValueError(f"sarama's adapter sends keys and values only: {record}")
+            if record.partition is not None or (not self.expressive and (record.headers or record.timestamp)):
+                raise ValueError(f"sarama at protocol {self.protocol} cannot send {record}")
         answer = self.run({"op": "produce", "bootstrap": bootstrap, "topic": topic, "acks": acks,
                            "compression": compression or "none",
-                           "records": [{"key": _b64(r.key), "value": _b64(r.value)} for r in records]}, timeout_s)
+                           "records": [{"key": _b64(r.key), "value": _b64(r.value), "timestamp": r.timestamp or 0,
+                                        "headers": [{"key": k, "value": _b64(v)} for k, v in r.headers]}
+                                       for r in records]}, timeout_s)
         if acks == 0:
             return None  # no response, so no offsets
         return [tuple(placed) for placed in answer["placed"]]
 
     def consume(self, bootstrap: str, topic: str, count: int, *, partitions: Sequence[int] = (0,),
                 start=EARLIEST, timeout_s: float = DEFAULT_TIMEOUT_S, fetch_wait_ms: int | None = None):
-        if len(partitions) != 1:
-            raise NotImplementedError("the sarama adapter reads one partition per call")
-        answer = self.run({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partition": partitions[0],
-                           "start": _start(start), "count": count}, timeout_s)
+        answer = self.run({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partitions": list(partitions),
+                           "start": _start(start), "count": count, "fetch_wait_ms": fetch_wait_ms or 0}, timeout_s)
         return [_consumed(r) for r in answer["records"]]
+
+    def list_offsets(self, bootstrap, topic, partition, timestamp):
+        """Client.GetOffset for the oldest, the newest and the timestamp; None where Kafka answers -1."""
+        answer = self.run({"op": "list_offsets", "bootstrap": bootstrap, "topic": topic, "partition": partition,
+                           "timestamp": timestamp})
+        return answer["earliest"], answer["latest"], None if answer["at"] < 0 else answer["at"]
 
     def group_consume(self, bootstrap: str, topic: str, group: str, count: int,
                       timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Consumed]:
@@ -179,6 +210,12 @@ class SaramaClient(ClientAdapter):
         answer = self.run({"op": "group", "bootstrap": bootstrap, "topic": topic, "group": group, "count": count},
                           timeout_s)
         return [_consumed(r) for r in answer["records"]]
+
+    def member_command(self, spec: dict) -> tuple[list[str], dict[str, str]]:
+        """The program's "member" command (sarama/member.go): the spec goes in the argument, commands on stdin."""
+        command = {"op": "member", "bootstrap": spec["bootstrap"], "topic": spec["topic"], "group": spec["group"],
+                   "version": self.protocol or "", "member": spec}
+        return [str(self.program), json.dumps(command)], {}
 
     def committed(self, bootstrap, group, topic, partitions):
         [found] = self.admin_results(bootstrap, {"call": "list_group_offsets", "group": group, "topic": topic,
@@ -207,10 +244,18 @@ def _start(start) -> str:
         return "newest"
     if isinstance(start, AtOffset):
         return str(start.offset)
+    if isinstance(start, AtTimestamp):
+        return f"timestamp:{start.timestamp}"
     raise NotImplementedError(f"sarama's consumer cannot start at {start}")
 
 
 def _consumed(raw: dict) -> Consumed:
     def data(field):
         return None if raw[field] is None else base64.b64decode(raw[field])
-    return Consumed(raw["partition"], raw["offset"], data("key"), data("value"), (), raw["timestamp"])
+    headers = tuple((h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
+                    for h in raw["headers"])
+    return Consumed(raw["partition"], raw["offset"], data("key"), data("value"), headers, raw["timestamp"])
+
+
+def _at_least(protocol: str, version: tuple[int, ...]) -> bool:
+    return tuple(int(part) for part in protocol.split(".")) >= version

@@ -22,7 +22,7 @@ import (
 )
 
 type command struct {
-	Op            string      `json:"op"` // metadata, produce, consume, group, admin
+	Op            string      `json:"op"` // metadata, produce, consume, list_offsets, group, member, admin
 	Bootstrap     string      `json:"bootstrap"`
 	Version       string      `json:"version"` // sarama's Config.Version; empty keeps its default
 	Topic         string      `json:"topic"`
@@ -32,21 +32,32 @@ type command struct {
 	Idempotent    bool        `json:"idempotent"`     // produce: Producer.Idempotent, one request in flight
 	BatchMessages int         `json:"batch_messages"` // produce: records per request at most; 0: all in one
 	Partition     int32       `json:"partition"`
-	Start         string      `json:"start"` // oldest, newest, or an offset
+	Partitions    []int32     `json:"partitions"`    // consume: read these at once (else Partition alone)
+	Start         string      `json:"start"`         // oldest, newest, an offset, or timestamp:<ms>
+	FetchWaitMs   int         `json:"fetch_wait_ms"` // consume: Consumer.MaxWaitTime; 0 keeps sarama's 250 ms
+	Timestamp     int64       `json:"timestamp"`     // list_offsets: the time to look up
 	Count         int         `json:"count"`
 	Group         string      `json:"group"`
 	Calls         []adminCall `json:"calls"` // admin: ClusterAdmin calls made in order over one connection
 	TimeoutMs     int         `json:"timeout_ms"`
 	Security      *security   `json:"security"` // TLS and SASL (security.go); absent: plaintext
+	Member        *memberSpec `json:"member"`   // member (member.go): the group member's settings
 }
 
-// record: key and value are base64 in JSON (nil is null); timestamp is ms, -1 when the broker sent none.
+// record: key and value are base64 in JSON (nil is null); timestamp is ms, -1 when the broker sent none (on
+// produce: 0 lets sarama stamp it). Headers and timestamps need a protocol of 0.11 or later (v2 batches).
 type record struct {
-	Key       []byte `json:"key"`
-	Value     []byte `json:"value"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Timestamp int64  `json:"timestamp"`
+	Key       []byte   `json:"key"`
+	Value     []byte   `json:"value"`
+	Headers   []header `json:"headers"`
+	Partition int32    `json:"partition"`
+	Offset    int64    `json:"offset"`
+	Timestamp int64    `json:"timestamp"`
+}
+
+type header struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
 }
 
 func main() {
@@ -94,6 +105,13 @@ func run(cmd command) (interface{}, error) {
 		return group(addrs, config, cmd)
 	case "admin":
 		return admin(addrs, config, cmd)
+	case "list_offsets":
+		return listOffsets(addrs, config, cmd)
+	case "member":
+		if cmd.Version == "" {
+			config.Version = sarama.V0_10_2_0 // as in group()
+		}
+		return member(addrs, config, cmd)
 	case "connect":
 		return connect(addrs[0], config)
 	}
@@ -201,6 +219,7 @@ func produce(addrs []string, config *sarama.Config, cmd command) (interface{}, e
 		config.Producer.Flush.MaxMessages = cmd.BatchMessages
 	}
 	config.Producer.Flush.Frequency = 10 * time.Millisecond
+	config.Producer.MaxMessageBytes = maxMessageBytes
 	if cmd.Idempotent {
 		// What sarama's config validation demands of an idempotent producer (besides Version >= 0.11 and acks=-1):
 		// one request in flight per broker, and retries, which are the point here.
@@ -230,6 +249,12 @@ func produce(addrs []string, config *sarama.Config, cmd command) (interface{}, e
 		if r.Value != nil {
 			message.Value = sarama.ByteEncoder(r.Value)
 		}
+		for _, h := range r.Headers {
+			message.Headers = append(message.Headers, sarama.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+		}
+		if r.Timestamp > 0 {
+			message.Timestamp = time.Unix(0, r.Timestamp*int64(time.Millisecond))
+		}
 		messages[i] = message
 	}
 	if err := producer.SendMessages(messages); err != nil {
@@ -245,44 +270,73 @@ func produce(addrs []string, config *sarama.Config, cmd command) (interface{}, e
 	return map[string]interface{}{"placed": placed}, nil
 }
 
-func startOffset(start string) (int64, error) {
-	switch start {
-	case "", "oldest":
+// maxMessageBytes: what the producer may send in one request, above the tests' 1 MiB record (sarama's default,
+// 1000000, refuses it); the broker's message.max.bytes is the tests' 4 MiB.
+const maxMessageBytes = 4 << 20
+
+// startOffset: where a partition consumer starts; a timestamp is looked up with Client.GetOffset (ListOffsets v1
+// from protocol 0.10.1), as sarama's consumer takes offsets only.
+func startOffset(client sarama.Client, topic string, partition int32, start string) (int64, error) {
+	switch {
+	case start == "" || start == "oldest":
 		return sarama.OffsetOldest, nil
-	case "newest":
+	case start == "newest":
 		return sarama.OffsetNewest, nil
+	case strings.HasPrefix(start, "timestamp:"):
+		var ms int64
+		if _, err := fmt.Sscan(strings.TrimPrefix(start, "timestamp:"), &ms); err != nil {
+			return 0, err
+		}
+		return client.GetOffset(topic, partition, ms)
 	}
 	var offset int64
 	_, err := fmt.Sscan(start, &offset)
 	return offset, err
 }
 
-// consume: reads `count` records of one partition by assignment (no group) from the start position.
+// consume: reads `count` records of the partitions (Partitions, else Partition) by assignment (no group) from the
+// start position, all partitions at once.
 func consume(addrs []string, config *sarama.Config, cmd command) (interface{}, error) {
-	start, err := startOffset(cmd.Start)
-	if err != nil {
-		return nil, err
-	}
 	// A fetch error sarama does not handle itself (TOPIC_AUTHORIZATION_FAILED from a broker with ACLs) goes to the
 	// caller on secured connections; elsewhere sarama's default (it logs the error and fetches again) is kept.
 	config.Consumer.Return.Errors = cmd.Security != nil
-	consumer, err := sarama.NewConsumer(addrs, config)
+	if cmd.FetchWaitMs > 0 {
+		config.Consumer.MaxWaitTime = time.Duration(cmd.FetchWaitMs) * time.Millisecond
+	}
+	// Nothing here is closed: closing a partition consumer waits for the fetch in flight, which the broker holds
+	// for up to MaxWaitTime; without a group there is nothing to tell the broker, and the process ends instead.
+	client, err := sarama.NewClient(addrs, config)
 	if err != nil {
 		return nil, err
 	}
-	defer consumer.Close()
-	partition, err := consumer.ConsumePartition(cmd.Topic, cmd.Partition, start)
+	consumer, err := sarama.NewConsumerFromClient(client)
 	if err != nil {
 		return nil, err
 	}
-	defer partition.Close()
+	partitions := cmd.Partitions
+	if len(partitions) == 0 {
+		partitions = []int32{cmd.Partition}
+	}
+	messages := make(chan *sarama.ConsumerMessage)
+	errs := make(chan error, len(partitions))
+	for _, p := range partitions {
+		start, err := startOffset(client, cmd.Topic, p, cmd.Start)
+		if err != nil {
+			return nil, err
+		}
+		partition, err := consumer.ConsumePartition(cmd.Topic, p, start)
+		if err != nil {
+			return nil, err
+		}
+		go forward(partition, messages, errs)
+	}
 	records := []record{}
 	deadline := time.After(timeout(cmd))
 	for len(records) < cmd.Count {
 		select {
-		case message := <-partition.Messages():
+		case message := <-messages:
 			records = append(records, received(message))
-		case err := <-partition.Errors():
+		case err := <-errs:
 			return nil, err
 		case <-deadline:
 			return nil, fmt.Errorf("%d of %d records within %v", len(records), cmd.Count, timeout(cmd))
@@ -291,13 +345,56 @@ func consume(addrs []string, config *sarama.Config, cmd command) (interface{}, e
 	return map[string]interface{}{"records": records}, nil
 }
 
+// forward: one partition consumer's messages and errors into the channels all partitions share, until it closes.
+func forward(partition sarama.PartitionConsumer, messages chan<- *sarama.ConsumerMessage, errs chan<- error) {
+	partitionErrors := partition.Errors()
+	for {
+		select {
+		case message, ok := <-partition.Messages():
+			if !ok {
+				return
+			}
+			messages <- message
+		case err, ok := <-partitionErrors:
+			if !ok {
+				partitionErrors = nil // Messages() still has records to give
+				continue
+			}
+			errs <- err
+			return
+		}
+	}
+}
+
+// listOffsets: the partition's oldest and newest offsets and the first offset at or after the timestamp, through
+// Client.GetOffset (ListOffsets v0 with sarama's default protocol, v1 from 0.10.1); -1 where Kafka found none.
+func listOffsets(addrs []string, config *sarama.Config, cmd command) (interface{}, error) {
+	client, err := sarama.NewClient(addrs, config)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	found := map[string]int64{}
+	for name, at := range map[string]int64{"earliest": sarama.OffsetOldest, "latest": sarama.OffsetNewest,
+		"at": cmd.Timestamp} {
+		if found[name], err = client.GetOffset(cmd.Topic, cmd.Partition, at); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
+}
+
 func received(message *sarama.ConsumerMessage) record {
 	stamp := int64(-1)
 	if !message.Timestamp.IsZero() {
 		stamp = message.Timestamp.UnixNano() / int64(time.Millisecond)
 	}
-	return record{Key: message.Key, Value: message.Value, Partition: message.Partition, Offset: message.Offset,
-		Timestamp: stamp}
+	headers := []header{}
+	for _, h := range message.Headers {
+		headers = append(headers, header{Key: string(h.Key), Value: h.Value})
+	}
+	return record{Key: message.Key, Value: message.Value, Headers: headers, Partition: message.Partition,
+		Offset: message.Offset, Timestamp: stamp}
 }
 
 // group: joins `group` for `topic`, reads `count` records from the oldest uncommitted offset, marks each one and
