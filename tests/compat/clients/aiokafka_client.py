@@ -1,7 +1,11 @@
-"""aiokafka (asyncio). Each call runs its own event loop, so calls from several threads stay independent."""
+"""aiokafka (asyncio). Each call runs its own event loop, so calls from several threads stay independent.
+
+The "aiokafka-0.10" row runs this adapter with aiokafka 0.10 in a venv of its own (older_python.py); the branches on
+_version() cover what it does differently."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import time
 import uuid
 
@@ -19,11 +23,20 @@ from .base import (
 )
 
 
+def _version() -> tuple[int, ...]:
+    """aiokafka's installed version (0 when absent); the "aiokafka-0.10" row runs this adapter with 0.10."""
+    try:
+        return tuple(int(part) for part in importlib.metadata.version("aiokafka").split(".")[:2])
+    except importlib.metadata.PackageNotFoundError:
+        return (0,)
+
+
 class AiokafkaClient(ClientAdapter):
     name = "aiokafka"
     sends_null_header = True
-    # aiokafka's Metadata requests (v5 at most) always set allow_auto_topic_creation: naming a topic creates it.
-    can_refuse_auto_creation = False
+    # aiokafka 0.13+'s Metadata requests (v5 at most) always set allow_auto_topic_creation: naming a topic creates
+    # it. Up to 0.12 its admin client left that field unset, which encodes as false.
+    can_refuse_auto_creation = _version() < (0, 13)
 
     def _connect(self, bootstrap: str) -> dict:
         """Where and how every AIOKafka* client of this adapter connects: the bootstrap servers and the adapter's

@@ -1,6 +1,10 @@
-"""kafka-python 3.x (pure Python; the same library is the suite's reference producer and reader)."""
+"""kafka-python 3.x (pure Python; the same library is the suite's reference producer and reader).
+
+The "kafka-python-2.2" row runs this adapter with kafka-python 2.2 in a venv of its own (older_python.py); the
+branches on KAFKA_PYTHON_MAJOR cover what 2.x does differently."""
 from __future__ import annotations
 
+import importlib.metadata
 import time
 import uuid
 from collections.abc import Sequence
@@ -22,9 +26,23 @@ from .base import (
 )
 
 
+def _major_version() -> int:
+    """kafka-python's major version (0 when absent); the "kafka-python-2.2" row runs this adapter with 2.2."""
+    try:
+        return int(importlib.metadata.version("kafka-python").split(".")[0])
+    except importlib.metadata.PackageNotFoundError:
+        return 0
+
+
+KAFKA_PYTHON_MAJOR = _major_version()
+# The timeout of the consumer's offset lookups; 2.x's take none (they wait up to request_timeout_ms).
+LOOKUP_TIMEOUT = {"timeout_ms": 15000} if KAFKA_PYTHON_MAJOR >= 3 else {}
+
+
 class KafkaPythonClient(ClientAdapter):
     name = "kafka-python"
-    idempotent = True  # 3.x's default (KIP-679), kept; it turns idempotence off itself for acks other than -1
+    # 3.x's default (KIP-679), kept; it turns idempotence off itself for acks other than -1. 2.x's producer is plain.
+    idempotent = KAFKA_PYTHON_MAJOR >= 3
 
     def producer(self, bootstrap: str, **overrides):
         from kafka import KafkaProducer
@@ -40,6 +58,8 @@ class KafkaPythonClient(ClientAdapter):
                                      partition=r.partition, timestamp_ms=r.timestamp) for r in records]
             producer.flush(timeout=timeout_s)
             metadata = [future.get(timeout=timeout_s) for future in futures]
+            if acks == 0 and KAFKA_PYTHON_MAJOR < 3:
+                _write_queued_requests(producer, timeout_s)
         except Exception as exc:
             raise ClientError(f"kafka-python producer: {exc!r}") from exc
         finally:
@@ -71,9 +91,9 @@ class KafkaPythonClient(ClientAdapter):
         consumer = self.consumer(bootstrap)
         try:
             tp = TopicPartition(topic, partition)
-            earliest = consumer.beginning_offsets([tp], timeout_ms=15000)[tp]
-            latest = consumer.end_offsets([tp], timeout_ms=15000)[tp]
-            found = consumer.offsets_for_times({tp: timestamp}, timeout_ms=15000)[tp]
+            earliest = consumer.beginning_offsets([tp], **LOOKUP_TIMEOUT)[tp]
+            latest = consumer.end_offsets([tp], **LOOKUP_TIMEOUT)[tp]
+            found = consumer.offsets_for_times({tp: timestamp}, **LOOKUP_TIMEOUT)[tp]
         finally:
             consumer.close()
         return earliest, latest, None if found is None else found.offset
@@ -83,7 +103,7 @@ class KafkaPythonClient(ClientAdapter):
         from kafka import TopicPartition
         consumer = self.consumer(bootstrap)
         try:
-            found = consumer.end_offsets([TopicPartition(topic, p) for p in partitions], timeout_ms=15000)
+            found = consumer.end_offsets([TopicPartition(topic, p) for p in partitions], **LOOKUP_TIMEOUT)
         finally:
             consumer.close()
         return {tp.partition: offset for tp, offset in found.items()}
@@ -103,8 +123,11 @@ class KafkaPythonClient(ClientAdapter):
             cluster = admin.describe_cluster()
         finally:
             admin.close()
-        return ClusterView(frozenset((b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]),
-                           {t["name"]: {p["partition_index"]: p["leader_id"] for p in t["partitions"]}
+        # 3.x answers with the field names of Kafka's current schemas, 2.x with those of its Metadata v5 classes
+        broker, topic, partition, leader = (("broker_id", "name", "partition_index", "leader_id")
+                                            if KAFKA_PYTHON_MAJOR >= 3 else ("node_id", "topic", "partition", "leader"))
+        return ClusterView(frozenset((b[broker], b["host"], b["port"]) for b in cluster["brokers"]),
+                           {t[topic]: {p[partition]: p[leader] for p in t["partitions"]}
                             for t in described if t["error_code"] == 0})
 
     def list_topics(self, bootstrap):
@@ -310,6 +333,26 @@ class KafkaPythonClient(ClientAdapter):
         return got, positions
 
 
+def _write_queued_requests(producer, timeout_s: float) -> None:
+    """Waits until the producer's connections have written every request they queued (kafka-python 2.x only).
+
+    kafka-python 2.2.21's KafkaClient.send() registers a connection for writing only when the request's future is
+    not done yet; an acks=0 Produce's future is done when queued, so that request stays unwritten until a later
+    request on the same connection, and close() drops it. An application that keeps producing loses only its last
+    acks=0 request; this registers the connections as send() does for other requests. (3.x rewrote the I/O.)"""
+    client = producer._sender._client
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        queued = [c for c in list(client._conns.values()) if c._send_buffer or c._protocol.bytes_to_send]
+        if not queued:
+            return
+        # not under client._lock: the I/O thread holds it while it waits in select(), until wakeup()
+        client._sending.update(queued)
+        client.wakeup()
+        time.sleep(0.01)  # polls the condition above
+    raise ClientError(f"kafka-python producer: acks=0 requests still unwritten after {timeout_s} s")
+
+
 def kafka_error_name(exc: BaseException) -> str:
     """Kafka's name of the error a kafka-python call raised (PRODUCER_FENCED ...), else the exception's class."""
     from kafka.errors import BrokerResponseError
@@ -331,10 +374,16 @@ def _assignors(strategy: str | None) -> dict:
 
 
 def _member_config(spec: dict) -> dict:
-    return {"group_id": spec["group"], "client_id": spec["client_id"], "group_instance_id": spec["instance_id"],
-            "session_timeout_ms": spec["session_timeout_ms"], "heartbeat_interval_ms": spec["heartbeat_interval_ms"],
-            "max_poll_interval_ms": spec["rebalance_timeout_ms"], "auto_offset_reset": "earliest",
-            "fetch_max_wait_ms": spec["fetch_wait_ms"]} | _assignors(spec["strategy"])
+    config = {"group_id": spec["group"], "client_id": spec["client_id"], "group_instance_id": spec["instance_id"],
+              "session_timeout_ms": spec["session_timeout_ms"], "heartbeat_interval_ms": spec["heartbeat_interval_ms"],
+              "max_poll_interval_ms": spec["rebalance_timeout_ms"], "auto_offset_reset": "earliest",
+              "fetch_max_wait_ms": spec["fetch_wait_ms"]} | _assignors(spec["strategy"])
+    if KAFKA_PYTHON_MAJOR < 3:
+        if spec["instance_id"] is None:
+            del config["group_instance_id"]  # 2.2 refuses the setting: static membership came in 2.3
+        # 2.x refuses a request timeout that is not above the session timeout
+        config["request_timeout_ms"] = max(40000, spec["session_timeout_ms"] + 5000)
+    return config
 
 
 def _group_info(group: dict) -> GroupInfo:
@@ -374,7 +423,7 @@ def _seek(consumer, tps: Sequence, start) -> None:
         for tp in tps:
             consumer.seek(tp, start.offset)
     elif isinstance(start, AtTimestamp):
-        found = consumer.offsets_for_times({tp: start.timestamp for tp in tps}, timeout_ms=15000)
+        found = consumer.offsets_for_times({tp: start.timestamp for tp in tps}, **LOOKUP_TIMEOUT)
         for tp in tps:
             if found[tp] is None:
                 consumer.seek_to_end(tp)
