@@ -25,11 +25,10 @@ import pytest
 
 from . import clients
 from . import test_committed_offsets, test_consume, test_metadata
-from .checks import POSITIONING_BOUND_S, assert_stored_as, call_into, first_new_record, read_exactly
+from .checks import POSITIONING_BOUND_S, assert_stored_as, call_into, read_exactly
 from .clients.base import DEFAULT_TIMEOUT_S
 from .records import (
     CODEC_IDS,
-    LATEST,
     AtOffset,
     AtTimestamp,
     Record,
@@ -140,11 +139,7 @@ def test_consume_from_an_offset_and_a_timestamp(kafka_go, broker, reference, top
 
 @pytest.mark.matrix(flow="consume")
 def test_consume_from_latest(kafka_go, broker, reference, topic):
-    reference.produce(broker.bootstrap, topic, numbered(10, "old"))
-    first = first_new_record(reference, broker, topic,
-                             lambda: kafka_go.consume(broker.bootstrap, topic, 1, start=LATEST,
-                                                      timeout_s=POSITIONING_BOUND_S))
-    assert first.value.startswith(b"new-") and first.offset >= 10, f"got an old record: {first.short()}"
+    test_consume.test_start_at_latest(kafka_go, reference, broker, topic)
 
 
 @pytest.mark.matrix(flow="consume")

@@ -35,17 +35,18 @@ import uuid
 import pytest
 
 from . import clients
+from . import test_consume
 from . import test_transactions as txn  # its script helpers: spread(), transaction(), high_watermarks()...
 from .broker_process import BrokerProcess
-from .checks import POSITIONING_BOUND_S, assert_stored_as, first_new_record, read_exactly
+from .checks import assert_stored_as, read_exactly
 from .clients.base import TxnStep
-from .clients.platformatic_client import PlatformaticError, _step_json, record_json
-from .clients.platformatic_client import consumed as to_consumed
+from .clients.node_program import consumed as to_consumed
+from .clients.node_program import record_json, step_json
+from .clients.platformatic_client import PlatformaticError
 from .consumer_protocol import CONSUMER_PROTOCOL_SETTINGS, PARTITIONS, SESSION_TIMEOUT_MS
 from .groups import Members, each_read_its_own, received_all, split_among
 from .records import (
     CODEC_IDS,
-    LATEST,
     ONE_MIB,
     Record,
     assert_same,
@@ -197,11 +198,7 @@ def test_consume_every_shape_codec_and_starting_point(platformatic, reference, p
 @pytest.mark.matrix(flow="consume")
 def test_consume_from_latest(platformatic, reference, broker, topic):
     """A stream starting at the latest offset sees only records produced after it positioned itself."""
-    reference.produce(broker.bootstrap, topic, numbered(10, "old"))
-    first = first_new_record(reference, broker, topic,
-                             lambda: platformatic.consume(broker.bootstrap, topic, 1, start=LATEST,
-                                                          timeout_s=POSITIONING_BOUND_S))
-    assert first.value.startswith(b"new-") and first.offset >= 10, f"got an old record: {first.short()}"
+    test_consume.test_start_at_latest(platformatic, reference, broker, topic)
 
 
 # --- restart -------------------------------------------------------------------------------------------------------
@@ -369,7 +366,7 @@ def test_transactions_commit_abort_and_a_second_producer(platformatic, reference
     ends = {p: 2 * per_partition + 2 for p in range(txn.PARTITIONS)}  # records plus two markers per partition
     script, read_committed, read_uncommitted = platformatic.batch(
         broker.bootstrap,
-        {"op": "txn_script", "topic": topic, "steps": [_step_json(step) for step in steps]},
+        {"op": "txn_script", "topic": topic, "steps": [step_json(step) for step in steps]},
         *({"op": "read_to_end", "topic": topic, "until": ends, "read_uncommitted": uncommitted, "timeout_ms": 60_000}
           for uncommitted in (False, True)))
 

@@ -11,13 +11,14 @@
 //           the numbers and the error when a send failed for good; "produced" {"to": b} when a produce command is
 //           done; "records" [[partition, offset, value]...] as the consumer got them; "committed"; "joined" (the
 //           group's generation and assignment); "crash" (the consumer crashed and kafkajs restarts it); "closed".
-// Other ops run once and print `RESULT <json>` or `ERROR <json>`: "produce" (records to one partition with
-// acks=all and the given retries) and "admin" (a list of admin calls, see adminCall).
+// Other ops run once and print `RESULT <json>` or `ERROR <json>` (program_io.js): "produce" (records to one
+// partition with acks=all and the given retries) and "admin" (a list of admin calls, see adminCall).
 // Metadata is refreshed every second (metadataMaxAge), so that moved leaders are found quickly; kafkajs also
 // refreshes on NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR itself.
 'use strict'
 
 const { Kafka, logLevel } = require('kafkajs')
+const { emit, exitAfterOutput, failMember, serveCommands, answer } = require('./program_io')
 
 const METADATA_MAX_AGE_MS = 1000
 
@@ -40,9 +41,6 @@ function kafkaFor (spec, clientId) {
     retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 }
   })
 }
-
-const emit = (type, fields) => process.stdout.write(`EVENT ${JSON.stringify({ type, ...fields })}\n`)
-const exitAfterOutput = code => process.stdout.write('', () => process.exit(code))
 
 // The error's kafkajs type, looking through the wrappers kafkajs puts around the broker's error.
 function errorType (error) {
@@ -116,18 +114,11 @@ async function workload (spec) {
     emit('closed', {})
     exitAfterOutput(0)
   }
-  let queue = Promise.resolve()
-  const commands = require('readline').createInterface({ input: process.stdin })
-  commands.on('line', line => {
-    if (!line.trim()) return
-    const command = JSON.parse(line)
-    queue = queue.then(async () => {
-      if (command.op === 'produce') await produceRange(command.from, command.to)
-      else if (command.op === 'close') await close()
-      else throw new Error(`unknown command ${line}`)
-    }).catch(error => { emit('error', { message: `${error.name}: ${error.message}` }); exitAfterOutput(1) })
+  serveCommands(async command => {
+    if (command.op === 'produce') await produceRange(command.from, command.to)
+    else if (command.op === 'close') await close()
+    else throw new Error(`unknown command ${JSON.stringify(command)}`)
   })
-  commands.on('close', () => { queue = queue.then(close) })
 }
 
 // Records to one partition with acks=all and spec.retries retries: {"ok": true} or the error.
@@ -192,18 +183,11 @@ async function main () {
     try {
       await workload(spec)
     } catch (error) {
-      emit('error', { message: `${error.name}: ${error.message}` })
-      exitAfterOutput(1)
+      failMember(error)
     }
     return
   }
-  try {
-    process.stdout.write(`RESULT ${JSON.stringify(await ONE_SHOT[spec.op](spec))}\n`)
-    exitAfterOutput(0)
-  } catch (error) {
-    process.stdout.write(`ERROR ${JSON.stringify(describeError(error))}\n`)
-    exitAfterOutput(1)
-  }
+  await answer(ONE_SHOT, spec, describeError)
 }
 
 main()

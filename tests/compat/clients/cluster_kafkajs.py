@@ -3,13 +3,13 @@ call (a produce, a list of admin calls)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 from . import load_or_fail
 from .base import ClientError
 from .cluster_workload import Workload
+from .kafkajs_client import KafkajsError
+from .node_program import run_program
 
 SCRIPT = Path(__file__).with_name("cluster_kafkajs.js")
 CALL_TIMEOUT_S = 120.0
@@ -29,19 +29,8 @@ class KafkajsCluster:
 
     def call(self, spec: dict) -> dict:
         spec = {"brokers": self.bootstrap} | spec
-        try:
-            done = subprocess.run([self.node, str(SCRIPT), json.dumps(spec)], capture_output=True,
-                                  timeout=CALL_TIMEOUT_S, env=os.environ | self.env, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise ClientError(f"kafkajs {spec['op']}: no answer within {CALL_TIMEOUT_S} s; log: "
-                              f"{(exc.stderr or b'').decode(errors='replace')[-1500:]}") from None
-        log = done.stderr.decode(errors="replace")[-3000:]
-        for line in reversed(done.stdout.decode(errors="replace").splitlines()):
-            if line.startswith("RESULT ") and done.returncode == 0:
-                return json.loads(line[len("RESULT "):])
-            if line.startswith("ERROR "):
-                raise ClientError(f"kafkajs {spec['op']}: {line[len('ERROR '):]}\nkafkajs log:\n{log}")
-        raise ClientError(f"kafkajs {spec['op']}: exit {done.returncode} without a result\n{log}")
+        return run_program([self.node, str(SCRIPT)], spec, label="kafkajs", timeout_s=CALL_TIMEOUT_S, env=self.env,
+                           error=KafkajsError, stdin=False)
 
     def produce(self, topic: str, partition: int, values: list[str], *, retries: int,
                 idempotent: bool = False) -> dict:

@@ -13,7 +13,8 @@ from pathlib import Path
 from . import MissingClient
 from .base import ClientError
 from .cluster_workload import Workload
-from .sarama_client import BUILD_DIR, BUILD_TIMEOUT_S, GOPATH, INSTALL_HINT, SARAMA_SOURCE
+from .go_program import BUILD_TIMEOUT_S, GOPATH
+from .sarama_client import BUILD_DIR, INSTALL_HINT, SARAMA_SOURCE
 
 SOURCE_DIR = Path(__file__).with_name("sarama") / "cluster"
 CALL_TIMEOUT_S = 120.0

@@ -18,20 +18,17 @@ partition whose leader it does not know yet after 500 ms - most of each short ru
 """
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Consumed, Record
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView, ConnectFailure
+from ..records import EARLIEST, LATEST, MAX_MESSAGE_BYTES, AtOffset, AtTimestamp, Record
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClusterView, ConnectFailure
+from .go_program import GOPATH, b64, build_go_program, consumed, debian_version, host_port, run_go_program
 
-GOPATH = Path("/usr/share/gocode")  # where Debian's golang-*-dev packages put their source
 SOURCE = GOPATH / "src" / "github.com" / "confluentinc" / "confluent-kafka-go" / "kafka"
 DEBIAN_PACKAGES = ("golang-github-confluentinc-confluent-kafka-go-dev", "librdkafka-dev")
 PROGRAM_DIR = Path(__file__).with_name("confluent_kafka_go")  # one Go package
@@ -39,7 +36,6 @@ BUILD_DIR = Path(os.environ.get("COMPATBROKER_CKGO_DIR",
                                 Path.home() / ".cache" / "compatbroker" / "confluent-kafka-go"))
 INSTALL_HINT = (f"apt-get update && apt-get install -y golang-go pkg-config {' '.join(DEBIAN_PACKAGES)}  "
                 "(or: bash tests/run.sh; COMPATBROKER_CKGO_DIR selects where the program is built)")
-BUILD_TIMEOUT_S = 600
 LIBRDKAFKA_HEADER = Path("/usr/include/librdkafka/rdkafka.h")
 _build_lock = threading.Lock()
 
@@ -58,36 +54,13 @@ def load(name: str = "confluent-kafka-go") -> ConfluentKafkaGoClient:
 
 
 def build(go: str) -> Path:
-    digest = hashlib.sha256()
-    for source in sorted(PROGRAM_DIR.glob("*.go")):
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    target = BUILD_DIR / digest.hexdigest()[:16] / "confluent-kafka-go-compat"
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    env = os.environ | {"GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": "", "CGO_ENABLED": "1"}
-    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=PROGRAM_DIR, env=env,
-                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    if done.returncode != 0:
-        raise ClientError(f"building the confluent-kafka-go program failed:\n{done.stderr[-4000:]}")
-    partial.replace(target)  # atomic: a concurrent run sees the old state or the whole program
-    return target
+    return build_go_program(go, PROGRAM_DIR, BUILD_DIR, "confluent-kafka-go-compat")
 
 
 def installed_version(name: str = "confluent-kafka-go") -> str | None:
     """The Debian packages' versions: "0.11.6-1 (librdkafka 2.0.2-1)"."""
-    versions = []
-    for package in DEBIAN_PACKAGES:
-        try:
-            done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
-                                  timeout=10)
-        except OSError:
-            return None
-        if not done.stdout.strip():
-            return None
-        versions.append(done.stdout.strip())
-    return f"{versions[0]} (librdkafka {versions[1]})"
+    versions = [debian_version(package) for package in DEBIAN_PACKAGES]
+    return None if None in versions else f"{versions[0]} (librdkafka {versions[1]})"
 
 
 class ConfluentKafkaGoClient(ClientAdapter):
@@ -100,14 +73,7 @@ class ConfluentKafkaGoClient(ClientAdapter):
     def run(self, command: dict, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
         command = command | {"timeout_ms": int(timeout_s * 1000), "max_message_bytes": MAX_MESSAGE_BYTES,
                              "security": self.security}
-        try:
-            done = subprocess.run([str(self.program)], input=json.dumps(command), capture_output=True, text=True,
-                                  timeout=timeout_s + 30)
-        except subprocess.TimeoutExpired:
-            raise ClientError(f"confluent-kafka-go {command['op']} did not finish within {timeout_s + 30} s") from None
-        if done.returncode != 0:
-            raise ClientError(f"confluent-kafka-go {command['op']} failed: {done.stderr.strip()[-2000:]}")
-        return json.loads(done.stdout)
+        return run_go_program(self.program, command, label="confluent-kafka-go", timeout_s=timeout_s + 30)
 
     # --- produce and consume ---------------------------------------------------------------------------------------
 
@@ -125,7 +91,7 @@ class ConfluentKafkaGoClient(ClientAdapter):
     def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
                 fetch_wait_ms=None):
         answer = self.run(_consume_command(bootstrap, topic, count, partitions, start, fetch_wait_ms), timeout_s)
-        return [_consumed(r) for r in answer["records"]]
+        return [consumed(r) for r in answer["records"]]
 
     def consume_concurrently(self, bootstrap, topic, clients, count, started=None):
         outcome: dict = {}
@@ -144,7 +110,7 @@ class ConfluentKafkaGoClient(ClientAdapter):
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
-        return [[_consumed(r) for r in result["records"]] for result in outcome["answer"]["results"]]
+        return [[consumed(r) for r in result["records"]] for result in outcome["answer"]["results"]]
 
     def list_offsets(self, bootstrap, topic, partition, timestamp):
         found = self.run({"op": "list_offsets", "bootstrap": bootstrap, "topic": topic, "partitions": [partition],
@@ -160,7 +126,7 @@ class ConfluentKafkaGoClient(ClientAdapter):
 
     def metadata(self, bootstrap, topics=None, *, auto_create=False):
         answer = self.metadata_answer(bootstrap, topics, auto_create)
-        brokers = frozenset((int(node), *_host_port(addr)) for node, addr in answer["brokers"].items())
+        brokers = frozenset((int(node), *host_port(addr)) for node, addr in answer["brokers"].items())
         return ClusterView(brokers, {name: {int(p): leader for p, leader in found["leaders"].items()}
                                      for name, found in answer["topics"].items() if found["error"] == 0})
 
@@ -175,7 +141,7 @@ class ConfluentKafkaGoClient(ClientAdapter):
     def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
         answer = self.run({"op": "group", "bootstrap": bootstrap, "topic": topic, "group": group, "count": count,
                            "fetch_wait_ms": 200}, timeout_s)
-        return [_consumed(r) for r in answer["records"]]
+        return [consumed(r) for r in answer["records"]]
 
     def committed(self, bootstrap, group, topic, partitions):
         found = self.run({"op": "committed", "bootstrap": bootstrap, "group": group, "topic": topic,
@@ -204,9 +170,9 @@ class ConfluentKafkaGoClient(ClientAdapter):
 
 
 def _record_json(r: Record) -> dict:
-    return {"key": _b64(r.key), "value": _b64(r.value), "timestamp": r.timestamp or 0,
+    return {"key": b64(r.key), "value": b64(r.value), "timestamp": r.timestamp or 0,
             "partition": -1 if r.partition is None else r.partition,
-            "headers": [{"key": name, "value": _b64(value)} for name, value in r.headers]}
+            "headers": [{"key": name, "value": b64(value)} for name, value in r.headers]}
 
 
 def _consume_command(bootstrap, topic, count, partitions, start, fetch_wait_ms) -> dict:
@@ -219,22 +185,3 @@ def _consume_command(bootstrap, topic, count, partitions, start, fetch_wait_ms) 
     if isinstance(start, AtTimestamp):
         return command | {"start": "timestamp", "at": start.timestamp}
     raise ValueError(f"unknown start {start!r}")
-
-
-def _host_port(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host, int(port)
-
-
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode()
-
-
-def _unb64(data: str | None) -> bytes | None:
-    return None if data is None else base64.b64decode(data)
-
-
-def _consumed(raw: dict) -> Consumed:
-    return Consumed(raw["partition"], raw["offset"], _unb64(raw["key"]), _unb64(raw["value"]),
-                    tuple((h["key"], _unb64(h["value"])) for h in raw["headers"]), raw["timestamp"])
-

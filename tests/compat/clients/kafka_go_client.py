@@ -2,7 +2,7 @@
 behind the adapter interface.
 
 The program in `kafka_go/main.go` is built at first use in GOPATH mode against the packaged source, like sarama's
-(sarama_client.build_go_program), into ~/.cache/compatbroker/kafka-go/<source hash>/ (COMPATBROKER_KAFKA_GO_DIR
+(go_program.py), into ~/.cache/compatbroker/kafka-go/<source hash>/ (COMPATBROKER_KAFKA_GO_DIR
 elsewhere), and runs once per operation with one JSON command on stdin.
 
 What kafka-go 0.2.1 is (read in its source, /usr/share/gocode/src/github.com/segmentio/kafka-go): it never asks
@@ -17,17 +17,14 @@ the context it has just cancelled), so the next session of a group waits for the
 """
 from __future__ import annotations
 
-import base64
-import json
 import os
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed, Record
-from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
-from .sarama_client import GOPATH, build_go_program
+from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClusterView
+from .go_program import GOPATH, b64, build_go_program, consumed, debian_version, host_port, run_go_program
 
 KAFKA_GO_SOURCE = GOPATH / "src" / "github.com" / "segmentio" / "kafka-go"
 DEBIAN_PACKAGE = "golang-github-segmentio-kafka-go-dev"
@@ -51,12 +48,7 @@ def load(name: str = "kafka-go") -> KafkaGoClient:
 
 def installed_version(name: str = "kafka-go") -> str | None:
     """The Debian package's version, e.g. 0.2.1-1.1."""
-    try:
-        done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", DEBIAN_PACKAGE], capture_output=True,
-                              text=True, timeout=10)
-    except OSError:
-        return None
-    return done.stdout.strip() or None
+    return debian_version(DEBIAN_PACKAGE)
 
 
 class KafkaGoClient(ClientAdapter):
@@ -70,21 +62,14 @@ class KafkaGoClient(ClientAdapter):
 
     def run(self, command: dict, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
         command = command | {"timeout_ms": int(timeout_s * 1000)}
-        try:
-            done = subprocess.run([str(self.program)], input=json.dumps(command), capture_output=True, text=True,
-                                  timeout=timeout_s + 15)
-        except subprocess.TimeoutExpired:
-            raise ClientError(f"kafka-go {command['op']} did not finish within {timeout_s + 15} s") from None
-        if done.returncode != 0:
-            raise ClientError(f"kafka-go {command['op']} failed: {done.stderr.strip()[-2000:]}")
-        return json.loads(done.stdout)
+        return run_go_program(self.program, command, label="kafka-go", timeout_s=timeout_s + 15)
 
     # --- metadata ------------------------------------------------------------------------------------------------
 
     def metadata(self, bootstrap, topics=None, *, auto_create=False):
         """Conn.ReadPartitions: Metadata v1, which lets the broker create named topics whatever `auto_create` says."""
         answer = self.run({"op": "metadata", "bootstrap": bootstrap, "topics": list(topics or [])})
-        brokers = frozenset((node, *_host_port(addr)) for addr, node in answer["brokers"].items())
+        brokers = frozenset((node, *host_port(addr)) for addr, node in answer["brokers"].items())
         return ClusterView(brokers, {name: {int(p): leader for p, leader in partitions.items()}
                                      for name, partitions in answer["leaders"].items()})
 
@@ -102,7 +87,7 @@ class KafkaGoClient(ClientAdapter):
                 raise ValueError(f"kafka-go's Writer sends no headers and picks partitions itself: {record}")
         self.run({"op": "produce", "bootstrap": bootstrap, "topic": topic, "acks": acks,
                   "compression": compression or "none",
-                  "records": [{"key": _b64(r.key), "value": _b64(r.value), "timestamp": r.timestamp or 0}
+                  "records": [{"key": b64(r.key), "value": b64(r.value), "timestamp": r.timestamp or 0}
                               for r in records]}, timeout_s)
         return None
 
@@ -111,7 +96,7 @@ class KafkaGoClient(ClientAdapter):
         """A partition Reader (no group) per partition, all reading at once."""
         answer = self.run({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partitions": list(partitions),
                            "start": _start(start), "count": count, "fetch_wait_ms": fetch_wait_ms or 0}, timeout_s)
-        return [_consumed(r) for r in answer["records"]]
+        return [consumed(r) for r in answer["records"]]
 
     def list_offsets(self, bootstrap, topic, partition, timestamp):
         """Conn.ReadOffsets and Conn.ReadOffset(t) on the partition's leader (ListOffsets v1); None where Kafka
@@ -131,7 +116,7 @@ class KafkaGoClient(ClientAdapter):
         (ReadMessage with synchronous commits), then leave: (which reader, record) for each."""
         answer = self.run({"op": "group", "bootstrap": bootstrap, "topic": topic, "group": group, "count": count,
                            "readers": readers}, timeout_s)
-        return [(r["reader"], _consumed(r)) for r in answer["records"]]
+        return [(r["reader"], consumed(r)) for r in answer["records"]]
 
     # --- admin ---------------------------------------------------------------------------------------------------
 
@@ -141,15 +126,6 @@ class KafkaGoClient(ClientAdapter):
         error message or None."""
         answer = self.run({"op": "admin", "bootstrap": bootstrap, "calls": list(calls)})
         return [result["error"] for result in answer["results"]]
-
-
-def _host_port(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host, int(port)
-
-
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode()
 
 
 def _start(start) -> str:
@@ -162,9 +138,3 @@ def _start(start) -> str:
     if isinstance(start, AtTimestamp):
         return f"timestamp:{start.timestamp}"
     raise NotImplementedError(f"kafka-go cannot start at {start}")
-
-
-def _consumed(raw: dict) -> Consumed:
-    def data(field):
-        return None if raw[field] is None else base64.b64decode(raw[field])
-    return Consumed(raw["partition"], raw["offset"], data("key"), data("value"), (), raw["timestamp"])

@@ -7,15 +7,14 @@
 // line `RESULT <json>` on stdout and exits 0, or prints `ERROR <json>` and exits 1. kafkajs' own log lines go to
 // stderr so they never mix with the result.
 // With --member the script is one long-lived consumer-group member speaking the line protocol of
-// tests/compat/clients/member.py: `EVENT <json>` lines out, command lines in.
+// tests/compat/clients/member.py: `EVENT <json>` lines out, command lines in (both modes: program_io.js).
 // A spec's `security` ({ssl, sasl}: kafkajs' options, see securityOptions) makes its client connect over TLS and/or
 // authenticate with SASL.
 'use strict'
 
 const { Kafka, logLevel } = require('kafkajs')
 const { CODECS, fromB64, toHeaders } = require('./kafkajs_codecs')
-
-const toB64 = b => (b === null || b === undefined ? null : Buffer.from(b).toString('base64'))
+const { toB64, emit, failMember, serveMember, main } = require('./program_io')
 
 function stderrLogger () {
   return ({ namespace, level, label, log }) => {
@@ -383,11 +382,6 @@ function errorDetail (error, depth = 0) {
   return detail
 }
 
-const emit = (type, fields) => process.stdout.write(`EVENT ${JSON.stringify({ type, ...fields })}\n`)
-// Exits once everything written to stdout is out: a pipe may take a large write only in parts, and process.exit
-// would drop the rest.
-const exitAfterOutput = code => process.stdout.write('', () => process.exit(code))
-
 // A group member (see member.py for the protocol). kafkajs' rebalancing is eager and has no revoke callback: a
 // REBALANCING event means the member dropped its assignment to rejoin, and GROUP_JOIN carries the new one whole.
 async function member (spec) {
@@ -410,10 +404,7 @@ async function member (spec) {
     assignment = []
     emit('revoked', { partitions: dropped, assignment })
   })
-  consumer.on(consumer.events.CRASH, ({ payload }) => {
-    emit('error', { message: `${payload.error.name}: ${payload.error.message}` })
-    exitAfterOutput(1)
-  })
+  consumer.on(consumer.events.CRASH, ({ payload }) => failMember(payload.error))
   await consumer.connect()
   await consumer.subscribe({ topic: spec.topic, fromBeginning: true })
   await consumer.run({
@@ -426,34 +417,13 @@ async function member (spec) {
       emit('records', { records })
     }
   })
-  const commands = require('readline').createInterface({ input: process.stdin })
-  let closing = false
-  const close = async () => {
-    if (closing) return
-    closing = true
-    await consumer.disconnect() // LeaveGroup
-    emit('closed', {})
-    exitAfterOutput(0)
-  }
-  // Commands are carried out one at a time, in order, as member.py does.
-  let queue = Promise.resolve()
-  commands.on('line', line => {
-    if (!line.trim()) return
-    const command = JSON.parse(line)
-    queue = queue.then(async () => {
-      if (command.op === 'ping') emit('pong', {})
-      else if (command.op === 'close') await close()
-      else if (command.op === 'commit') {
-        const offsets = command.offsets
-          ? Object.entries(command.offsets).map(([p, o]) => [Number(p), o])
-          : [...positions].filter(([p]) => assignment.includes(p))
-        await consumer.commitOffsets(
-          offsets.map(([partition, offset]) => ({ topic: spec.topic, partition, offset: String(offset) })))
-        emit('committed', { offsets: Object.fromEntries(offsets.sort((a, b) => a[0] - b[0])) })
-      } else throw new Error(`unknown command ${line}`)
-    }).catch(error => { emit('error', { message: `${error.name}: ${error.message}` }); exitAfterOutput(1) })
+  serveMember({
+    positions,
+    owned: () => new Set(assignment),
+    commit: offsets => consumer.commitOffsets(
+      offsets.map(([partition, offset]) => ({ topic: spec.topic, partition, offset: String(offset) }))),
+    close: () => consumer.disconnect() // LeaveGroup
   })
-  commands.on('close', () => { queue = queue.then(close) })
 }
 
 const OPS = {
@@ -471,27 +441,4 @@ const OPS = {
   acls
 }
 
-async function main () {
-  if (process.argv[2] === '--member') {
-    try {
-      await member(JSON.parse(process.argv[3]))
-    } catch (error) {
-      emit('error', { message: `${error.name}: ${error.message}` })
-      exitAfterOutput(1)
-    }
-    return
-  }
-  const chunks = []
-  for await (const chunk of process.stdin) chunks.push(chunk)
-  const spec = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  try {
-    const result = await OPS[spec.op](spec)
-    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`)
-    exitAfterOutput(0)
-  } catch (error) {
-    process.stdout.write(`ERROR ${JSON.stringify(errorDetail(error))}\n`)
-    exitAfterOutput(1)
-  }
-}
-
-main()
+main(OPS, member, errorDetail)

@@ -6,7 +6,7 @@
 // The spec is one JSON object: {op, brokers, topic, ...}; see the handlers below. The script prints exactly one
 // line `RESULT <json>` on stdout and exits 0, or `ERROR <json>` (see errorDetail) and exits 1; the library's own
 // warnings go to stderr. With --member the script is one long-lived consumer-group member speaking the line protocol
-// of tests/compat/clients/member.py: `EVENT <json>` lines out, command lines in.
+// of tests/compat/clients/member.py: `EVENT <json>` lines out, command lines in (both modes: program_io.js).
 // The package is an ES module: require() loads it (Node >= 20.19 loads ES modules synchronously) so that NODE_PATH
 // finds it, as it does not for `import`.
 'use strict'
@@ -16,7 +16,7 @@ const {
   MessagesStreamModes, compatibilityPartitioner
 } = require('@platformatic/kafka')
 
-const toB64 = b => (b === null || b === undefined ? null : Buffer.from(b).toString('base64'))
+const { toB64, emit, exitAfterOutput, serveMember, main } = require('./program_io')
 const fromB64 = s => (s === null ? undefined : Buffer.from(s, 'base64'))
 const randomId = prefix => `${prefix}-${Math.random().toString(16).slice(2, 10)}`
 
@@ -465,10 +465,7 @@ function causes (error, depth = 0) {
   return inner.flatMap(e => [`${e.name}: ${e.message}`, ...causes(e, depth + 1)])
 }
 
-const emit = (type, fields) => process.stdout.write(`EVENT ${JSON.stringify({ type, ...fields })}\n`)
-// Exits once everything written to stdout is out: process.exit would drop what a pipe has not taken yet.
-const exitAfterOutput = code => process.stdout.write('', () => process.exit(code))
-// A member's failure: reported as an `error` event, and the process ends.
+// A member's failure: reported as an `error` event naming its Kafka errors, and the process ends.
 const fail = error => {
   emit('error', { message: `${error.name}: ${error.message} ${JSON.stringify(apiIds(error))}` })
   exitAfterOutput(1)
@@ -536,35 +533,14 @@ async function member (spec) {
     emit('records', { records: [[message.partition, Number(message.offset), value]] })
   })
   stream.on('error', fail)
-  const commands = require('readline').createInterface({ input: process.stdin })
-  let closing = false
-  const close = async () => {
-    if (closing) return
-    closing = true
-    await consumer.close(true) // LeaveGroup
-    emit('closed', {})
-    exitAfterOutput(0)
-  }
-  // Commands are carried out one at a time, in order, as member.py does.
-  let queue = Promise.resolve()
-  commands.on('line', line => {
-    if (!line.trim()) return
-    const command = JSON.parse(line)
-    queue = queue.then(async () => {
-      if (command.op === 'ping') emit('pong', {})
-      else if (command.op === 'close') await close()
-      else if (command.op === 'commit') {
-        const offsets = command.offsets
-          ? Object.entries(command.offsets).map(([p, o]) => [Number(p), o])
-          : [...positions].filter(([p]) => assignment.includes(p))
-        await consumer.commit({
-          offsets: offsets.map(([partition, offset]) => commitOffset(spec.topic, partition, offset))
-        })
-        emit('committed', { offsets: Object.fromEntries(offsets.sort((a, b) => a[0] - b[0])) })
-      } else throw new Error(`unknown command ${line}`)
-    }).catch(fail)
+  serveMember({
+    positions,
+    owned: () => new Set(assignment),
+    commit: offsets =>
+      consumer.commit({ offsets: offsets.map(([partition, offset]) => commitOffset(spec.topic, partition, offset)) }),
+    close: () => consumer.close(true), // LeaveGroup
+    fail
   })
-  commands.on('close', () => { queue = queue.then(close) })
 }
 
 const OPS = {
@@ -583,26 +559,4 @@ const OPS = {
   read_to_end: readToEnd
 }
 
-async function main () {
-  if (process.argv[2] === '--member') {
-    try {
-      await member(JSON.parse(process.argv[3]))
-    } catch (error) {
-      fail(error)
-    }
-    return
-  }
-  const chunks = []
-  for await (const chunk of process.stdin) chunks.push(chunk)
-  const spec = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  try {
-    const result = await OPS[spec.op](spec)
-    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`)
-    exitAfterOutput(0)
-  } catch (error) {
-    process.stdout.write(`ERROR ${JSON.stringify(errorDetail(error))}\n`)
-    exitAfterOutput(1)
-  }
-}
-
-main()
+main(OPS, member, errorDetail, fail)

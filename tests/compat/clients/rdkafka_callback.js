@@ -11,7 +11,7 @@
 
 const Kafka = require(process.env.RDKAFKA_JS_PACKAGE || 'node-rdkafka')
 const common = require('./rdkafka_common')
-const { toB64, fromB64, commonConfig, emit, exitAfterOutput } = common
+const { toB64, fromB64, commonConfig, emit } = common
 
 // librdkafka's error names by code, as confluent-kafka names them: ERR__FENCED -> _FENCED.
 const CODE_NAMES = Object.fromEntries(Object.entries(Kafka.CODES.ERRORS).map(([name, code]) => [code, name.slice(4)]))
@@ -345,24 +345,17 @@ async function member (spec) {
       emit('records', { records: batch.map(m => [m.partition, m.offset, m.value === null ? null : String(m.value)]) })
     }
   }
-  const polling = poll().catch(error => {
-    emit('error', { message: `${error.name}: ${error.message}` })
-    exitAfterOutput(1)
-  })
-  common.serveCommands(async command => {
-    if (command.op === 'ping') emit('pong', {})
-    else if (command.op === 'commit') {
-      const offsets = common.offsetsToCommit(command, positions, assignment).sort((a, b) => a[0] - b[0])
-      consumer.commitSync(offsets.map(([partition, offset]) => ({ topic: spec.topic, partition, offset })))
-      emit('committed', { offsets: Object.fromEntries(offsets) })
-    } else if (command.op === 'close') {
-      if (closing) return
+  const polling = poll().catch(common.failMember)
+  common.serveMember({
+    positions,
+    owned: () => assignment,
+    commit: async offsets =>
+      consumer.commitSync(offsets.map(([partition, offset]) => ({ topic: spec.topic, partition, offset }))),
+    close: async () => {
       closing = true
       await polling
       await call(cb => consumer.disconnect(cb)) // LeaveGroup, except for a static member
-      emit('closed', {})
-      exitAfterOutput(0)
-    } else throw new Error(`unknown command ${JSON.stringify(command)}`)
+    }
   })
 }
 

@@ -1,14 +1,11 @@
 // What rdkafka_callback.js (node-rdkafka's API) and rdkafka_kafkajs.js (@confluentinc/kafka-javascript's KafkaJS
-// API) share: records as the Python side sends them, the one-operation main loop and the group member's command
-// stream (tests/compat/clients/rdkafka_js_client.py, member.py).
-//
-// A program reads one JSON spec on stdin, runs OPS[spec.op], prints `RESULT <json>` and exits 0, or prints
-// `ERROR <json>` and exits 1. With `--member '<spec>'` it is one group member speaking member.py's line protocol.
+// API) share: librdkafka's settings and error names, and program_io.js (the input and output of every node program:
+// one JSON spec in, `RESULT <json>` or `ERROR <json>` out; `--member '<spec>'`: member.py's line protocol), whose
+// functions this module passes on (tests/compat/clients/rdkafka_js_client.py).
 // librdkafka's own log lines go to stderr, never mixed with the result.
 'use strict'
 
-const toB64 = b => (b === null || b === undefined ? null : Buffer.from(b).toString('base64'))
-const fromB64 = s => (s === null || s === undefined ? null : Buffer.from(s, 'base64'))
+const io = require('./program_io')
 
 // The settings every client of both programs takes: librdkafka's names.
 function commonConfig (bootstrap, role) {
@@ -32,53 +29,9 @@ function errorDetail (error, codeNames = {}, depth = 0) {
   return detail
 }
 
-const emit = (type, fields) => process.stdout.write(`EVENT ${JSON.stringify({ type, ...fields })}\n`)
-// Exits once stdout is flushed: process.exit would drop the rest of a large write to a pipe.
-const exitAfterOutput = code => process.stdout.write('', () => process.exit(code))
-
-// Calls `handle(command)` for each command line of stdin, one at a time and in order; end of input is a close.
-// A failing command ends the member with an error event.
-function serveCommands (handle) {
-  const lines = require('readline').createInterface({ input: process.stdin })
-  let queue = Promise.resolve()
-  const enqueue = command => {
-    queue = queue.then(() => handle(command))
-      .catch(error => { emit('error', { message: `${error.name}: ${error.message}` }); exitAfterOutput(1) })
-  }
-  lines.on('line', line => { if (line.trim()) enqueue(JSON.parse(line)) })
-  lines.on('close', () => enqueue({ op: 'close' }))
+// program_io's main, its errors named with librdkafka's `codeNames`.
+function main (ops, member, codeNames) {
+  return io.main(ops, member, error => errorDetail(error, codeNames))
 }
 
-// The offsets a commit command names: its own, or the offset after the last record delivered of each partition
-// the member owns now.
-function offsetsToCommit (command, positions, assignment) {
-  if (command.offsets) return Object.entries(command.offsets).map(([p, o]) => [Number(p), Number(o)])
-  return [...positions].filter(([p]) => assignment.has(p))
-}
-
-async function main (ops, member, codeNames) {
-  if (process.argv[2] === '--member') {
-    try {
-      await member(JSON.parse(process.argv[3]))
-    } catch (error) {
-      emit('error', { message: `${error.name}: ${error.message}` })
-      exitAfterOutput(1)
-    }
-    return
-  }
-  const chunks = []
-  for await (const chunk of process.stdin) chunks.push(chunk)
-  const spec = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  try {
-    const result = await ops[spec.op](spec)
-    process.stdout.write(`RESULT ${JSON.stringify(result)}\n`)
-    exitAfterOutput(0)
-  } catch (error) {
-    process.stdout.write(`ERROR ${JSON.stringify(errorDetail(error, codeNames))}\n`)
-    exitAfterOutput(1)
-  }
-}
-
-module.exports = {
-  toB64, fromB64, commonConfig, errorDetail, emit, exitAfterOutput, serveCommands, offsetsToCommit, main
-}
+module.exports = { ...io, commonConfig, errorDetail, main }

@@ -1,4 +1,5 @@
-"""The two librdkafka clients of Node.js, each driven one node process per call (JSON in, JSON out, like kafkajs):
+"""The two librdkafka clients of Node.js, each driven one node process per call (JSON in, JSON out, like kafkajs;
+node_program.py):
 
 - node-rdkafka 3.6.1 through its own callback API (rdkafka_callback.js): Producer, KafkaConsumer by assign(),
   AdminClient (createTopic, createPartitions, deleteTopic: all it has);
@@ -11,7 +12,6 @@ run the protocol of member.py in the same programs (`--member`).
 """
 from __future__ import annotations
 
-import base64
 import copy
 import functools
 import json
@@ -20,17 +20,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed, Record
+from ..records import EARLIEST
 from .base import (
     DEFAULT_TIMEOUT_S,
     ClientAdapter,
-    ClientError,
-    ClusterView,
     GroupInfo,
     GroupListing,
     MemberInfo,
     run_concurrently,
 )
+from .node_program import NodeProgramClient, ProgramError, consumed, record_json, start_json
 
 HERE = Path(__file__).parent
 DIR = Path(os.environ.get("COMPATBROKER_RDKAFKA_JS_DIR", Path.home() / ".cache" / "compatbroker" / "node-rdkafka"))
@@ -43,36 +42,6 @@ SETUP = ("bash tests/run.sh, whose tests/setup/node-rdkafka.sh installs both wit
          "need (libssl-dev zlib1g-dev libzstd-dev pkg-config); each compiles librdkafka, several minutes")
 
 
-def b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")
-
-
-def unb64(text: str | None) -> bytes | None:
-    return None if text is None else base64.b64decode(text)
-
-
-def record_json(record: Record) -> dict:
-    return {"key": b64(record.key), "value": b64(record.value), "partition": record.partition,
-            "headers": [[name, b64(value)] for name, value in record.headers], "timestamp": record.timestamp}
-
-
-def consumed(r: dict) -> Consumed:
-    return Consumed(r["partition"], r["offset"], unb64(r["key"]), unb64(r["value"]),
-                    tuple((name, unb64(value)) for name, value in r["headers"]), r["timestamp"])
-
-
-def start_json(start) -> dict:
-    if start == EARLIEST:
-        return {"type": "earliest"}
-    if start == LATEST:
-        return {"type": "latest"}
-    if isinstance(start, AtOffset):
-        return {"type": "offset", "value": start.offset}
-    if isinstance(start, AtTimestamp):
-        return {"type": "timestamp", "value": start.timestamp}
-    raise ValueError(f"unknown start {start!r}")
-
-
 # Both addons (src/producer.cc, produce) take an empty Buffer's data pointer, which node 20 gives as NULL for a
 # zero-length Buffer, and librdkafka sends a NULL key or value as null; their fallback (a new zero-length Buffer,
 # node-rdkafka PR #773 for node 13) meets the same NULL. Seen with node 20.20: Record(b"", b"") is read back as
@@ -80,58 +49,20 @@ def start_json(start) -> dict:
 EMPTY_IS_NULL = "an empty key or value is sent as null on node 20 (zero-length Buffer data is NULL in the addon)"
 
 
-class RdkafkaJsError(ClientError):
+class RdkafkaJsError(ProgramError):
     """A failure the program reported: `detail` is {"name", "message", "code", "kafka": librdkafka's error name}."""
 
-    def __init__(self, text: str, detail: dict):
-        super().__init__(text)
-        self.detail = detail
 
+class _NodeProgram(NodeProgramClient):
+    """What both rows share: their error, an environment naming the package, and the calls only they have."""
 
-class _NodeProgram(ClientAdapter):
-    """What both rows share: running their program, and the calls whose JSON is the same in both."""
-
-    script: Path
+    error = RdkafkaJsError
     package_env: dict[str, str] = {}
-
-    def __init__(self, node: str, modules: Path):
-        self.node = node
-        self.modules = modules
+    call_slack_s = 15
+    metadata_timeout_s = 40
 
     def _env(self) -> dict[str, str]:
-        return {"NODE_PATH": str(self.modules), **self.package_env}
-
-    def _call(self, spec: dict, timeout_s: float) -> dict:
-        try:
-            done = subprocess.run([self.node, str(self.script)], input=json.dumps(spec).encode(),
-                                  capture_output=True, timeout=timeout_s + 15, check=False,
-                                  env=dict(os.environ, **self._env()))
-        except subprocess.TimeoutExpired as exc:
-            raise ClientError(f"{self.name} {spec['op']}: no answer within {timeout_s + 15} s; log: "
-                              f"{(exc.stderr or b'').decode(errors='replace')[-1500:]}") from None
-        log = done.stderr.decode(errors="replace")[-3000:]
-        for line in reversed(done.stdout.decode(errors="replace").splitlines()):
-            if line.startswith("RESULT ") and done.returncode == 0:
-                return json.loads(line[len("RESULT "):])
-            if line.startswith("ERROR "):
-                raise RdkafkaJsError(f"{self.name} {spec['op']}: {line[len('ERROR '):]}\nlog:\n{log}",
-                                     json.loads(line[len("ERROR "):]))
-        raise ClientError(f"{self.name} {spec['op']}: exit {done.returncode} without a result\n{log}")
-
-    def member_command(self, spec):
-        return [self.node, str(self.script), "--member", json.dumps(spec)], self._env()
-
-    def produce_concurrently(self, bootstrap, topic, batches):
-        # One node process holding one producer per batch: 20 processes would only measure node's startup.
-        self._call({"op": "produce_many", "brokers": bootstrap, "topic": topic, "acks": -1, "codec": "none",
-                    "batches": [[record_json(r) for r in batch] for batch in batches]}, 60)
-
-    def consume(self, bootstrap, topic, count, *, partitions=(0,), start=EARLIEST, timeout_s=DEFAULT_TIMEOUT_S,
-                fetch_wait_ms=None):
-        result = self._call({"op": "consume", "brokers": bootstrap, "topic": topic, "count": count,
-                             "partitions": list(partitions), "start": start_json(start),
-                             "timeout_ms": int(timeout_s * 1000), "fetch_wait_ms": fetch_wait_ms}, timeout_s)
-        return [consumed(r) for r in result["records"]]
+        return {**super()._env(), **self.package_env}
 
     def consume_concurrently(self, bootstrap, topic, clients, count, started=None):
         # One node process holding every consumer, as for produce_concurrently.
@@ -139,39 +70,6 @@ class _NodeProgram(ClientAdapter):
                 "partitions": [0], "start": start_json(EARLIEST), "timeout_ms": 60_000, "fetch_wait_ms": None}
         [result] = run_concurrently([lambda: self._call(spec, 60)], started=started)
         return [[consumed(r) for r in one["records"]] for one in result["results"]]
-
-    def metadata(self, bootstrap, topics=None, *, auto_create=False):
-        result = self._call({"op": "metadata", "brokers": bootstrap, "auto_create": auto_create,
-                             "topics": None if topics is None else list(topics)}, 40)
-        return ClusterView(frozenset(tuple(b) for b in result["brokers"]),
-                           {name: {int(p): leader for p, leader in partitions.items()}
-                            for name, partitions in result["topics"].items()})
-
-    def list_topics(self, bootstrap):
-        return set(self._call({"op": "list_topics", "brokers": bootstrap}, 30)["topics"])
-
-    def group_consume(self, bootstrap, topic, group, count, timeout_s=DEFAULT_TIMEOUT_S):
-        result = self._call({"op": "group_consume", "brokers": bootstrap, "topic": topic, "group": group,
-                             "count": count, "timeout_ms": int(timeout_s * 1000)}, timeout_s)
-        return [consumed(r) for r in result["records"]]
-
-    def produce_idempotent(self, bootstrap, topic, values, *, batch_records, timeout_s):
-        self._call({"op": "produce_idempotent", "brokers": bootstrap, "topic": topic, "chunk": batch_records,
-                    "records": [record_json(Record(None, value, partition=0)) for value in values]}, timeout_s)
-
-    def run_transactional(self, bootstrap, topic, steps, *, timeout_s=DEFAULT_TIMEOUT_S):
-        return self._call({"op": "txn_script", "brokers": bootstrap, "topic": topic, "steps": [
-            {"producer": s.producer, "op": s.op, "transactional_id": s.transactional_id, "timeout_ms": s.timeout_ms,
-             "records": [record_json(r) for r in s.records]} for s in steps]}, timeout_s)["outcomes"]
-
-    def read_to_end(self, bootstrap, topic, until, *, read_committed, timeout_s=DEFAULT_TIMEOUT_S):
-        result = self._read_to_end({"op": "read_to_end", "brokers": bootstrap, "topic": topic, "until": until,
-                                    "read_uncommitted": not read_committed, "timeout_ms": int(timeout_s * 1000)},
-                                   timeout_s)
-        return [consumed(r) for r in result["records"]], {int(p): o for p, o in result["positions"].items()}
-
-    def _read_to_end(self, spec: dict, timeout_s: float) -> dict:
-        return self._call(spec, timeout_s)
 
     def admin(self, bootstrap: str, *calls: dict, timeout_s: float = 40) -> list[dict]:
         """The client's admin calls in order (see the program's `admin`); each answer is {"result"/"ok": ...} or
@@ -196,11 +94,6 @@ class NodeRdkafkaClient(_NodeProgram):
         # acks=0: librdkafka reports no offsets (-1)
         return None if acks == 0 else [tuple(report) for report in result["reports"]]
 
-    def list_offsets(self, bootstrap, topic, partition, timestamp):
-        found = self._call({"op": "list_offsets", "brokers": bootstrap, "topic": topic, "partition": partition,
-                            "timestamp": timestamp}, 30)
-        return found["earliest"], found["latest"], None if found["at"] < 0 else found["at"]
-
     def committed(self, bootstrap, group, topic, partitions):
         offsets = self._call({"op": "committed", "brokers": bootstrap, "group": group, "topic": topic,
                               "partitions": list(partitions)}, 30)["offsets"]
@@ -217,10 +110,6 @@ class ConfluentKafkaJsClient(_NodeProgram):
     script = HERE / "rdkafka_kafkajs.js"
     expressive = False
 
-    def produce(self, bootstrap, topic, records, *, acks=-1, compression=None, timeout_s=DEFAULT_TIMEOUT_S):
-        self._call({"op": "produce", "brokers": bootstrap, "topic": topic, "acks": acks,
-                    "codec": compression or "none", "records": [record_json(r) for r in records]}, timeout_s)
-
     def list_offsets(self, bootstrap, topic, partition, timestamp):
         found = self._call({"op": "list_offsets", "brokers": bootstrap, "topic": topic, "partition": partition,
                             "timestamp": timestamp}, 30)
@@ -229,28 +118,24 @@ class ConfluentKafkaJsClient(_NodeProgram):
         at = found["at"]
         return found["earliest"], found["latest"], None if at < 0 or at == found["latest"] else at
 
-    def committed(self, bootstrap, group, topic, partitions):
-        offsets = self._call({"op": "committed", "brokers": bootstrap, "group": group, "topic": topic}, 30)["offsets"]
-        return {p: offsets[str(p)] if offsets.get(str(p), -1) >= 0 else None for p in partitions}
-
     def metadata(self, bootstrap, topics=None, *, auto_create=False):
         if not auto_create:
             return super().metadata(bootstrap, topics)
         # No call of the KafkaJS API lets the broker create a topic it names: its admin's describeTopics never does,
         # and a subscribing consumer of librdkafka 2.15.1 allows creation only once it knows some topic already
         # (rd_kafka_metadata_refresh_consumer_topics). The package's node-rdkafka-style Producer.getMetadata does.
-        return self._in_callback_api(_NodeProgram.metadata, bootstrap, topics, auto_create=True)
+        return self._in_callback_api(NodeProgramClient.metadata, bootstrap, topics, auto_create=True)
 
     def _in_callback_api(self, method, *args, **kwargs):
-        """_NodeProgram's `method` run by rdkafka_callback.js, on this package's node-rdkafka-style API."""
+        """NodeProgramClient's `method` run by rdkafka_callback.js, on this package's node-rdkafka-style API."""
         clone = copy.copy(self)
         clone.script = NodeRdkafkaClient.script
         clone.package_env = {"RDKAFKA_JS_PACKAGE": PACKAGES[self.name][0]}
         return method(clone, *args, **kwargs)
 
-    def _read_to_end(self, spec, timeout_s):
+    def read_to_end(self, *args, **kwargs):
         # The KafkaJS API has no position(): the package's node-rdkafka-style KafkaConsumer reads instead.
-        return self._in_callback_api(_NodeProgram._call, spec, timeout_s)
+        return self._in_callback_api(NodeProgramClient.read_to_end, *args, **kwargs)
 
     def _admin_result(self, bootstrap: str, call: dict):
         [answer] = self.admin(bootstrap, call)

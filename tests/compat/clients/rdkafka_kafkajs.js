@@ -11,7 +11,7 @@
 
 const { KafkaJS, AdminClient } = require('@confluentinc/kafka-javascript')
 const common = require('./rdkafka_common')
-const { toB64, fromB64, commonConfig, emit, exitAfterOutput } = common
+const { toB64, fromB64, commonConfig, emit } = common
 const { Kafka, CompressionTypes, ErrorCodes, logLevel } = KafkaJS
 
 const CODE_NAMES = Object.fromEntries(Object.entries(ErrorCodes).map(([name, code]) => [code, name.slice(4)]))
@@ -358,21 +358,12 @@ async function member (spec) {
       positions.set(batch.partition, records[records.length - 1][1] + 1)
       emit('records', { records })
     }
-  }).catch(error => { emit('error', { message: `${error.name}: ${error.message}` }); exitAfterOutput(1) })
-  let closing = false
-  common.serveCommands(async command => {
-    if (command.op === 'ping') emit('pong', {})
-    else if (command.op === 'commit') {
-      const offsets = common.offsetsToCommit(command, positions, assignment).sort((a, b) => a[0] - b[0])
-      await consumer.commitOffsets(commitList(spec.topic, offsets))
-      emit('committed', { offsets: Object.fromEntries(offsets) })
-    } else if (command.op === 'close') {
-      if (closing) return
-      closing = true
-      await consumer.disconnect() // LeaveGroup, except for a static member
-      emit('closed', {})
-      exitAfterOutput(0)
-    } else throw new Error(`unknown command ${JSON.stringify(command)}`)
+  }).catch(common.failMember)
+  common.serveMember({
+    positions,
+    owned: () => assignment,
+    commit: offsets => consumer.commitOffsets(commitList(spec.topic, offsets)),
+    close: () => consumer.disconnect() // LeaveGroup, except for a static member
   })
 }
 

@@ -2,8 +2,8 @@
 
 The program in `sarama/main.go` is built at first use in GOPATH mode against the packaged source
 (`GO111MODULE=off GOPATH=/usr/share/gocode`), into a cache directory keyed by the source's hash, and runs once per
-operation with a JSON command. sarama's defaults matter here: it assumes a Kafka 0.8.2 broker unless told
-otherwise, so it never asks ApiVersions and sends Metadata v0, Produce v0 with magic 0 messages and Fetch v0;
+operation with a JSON command (go_program.py). sarama's defaults matter here: it assumes a Kafka 0.8.2 broker unless
+told otherwise, so it never asks ApiVersions and sends Metadata v0, Produce v0 with magic 0 messages and Fetch v0;
 `with_protocol("2.1.0")` sets its Config.Version for flows that need newer ones (lz4 wants 0.10, zstd 2.1,
 consumer groups 0.10.2, the idempotent producer 0.11, its ClusterAdmin 0.10). The admin calls and the
 idempotent producer use NEWER_PROTOCOL unless the adapter was given a version.
@@ -21,27 +21,23 @@ reports sarama's own error, which its Client hides behind "run out of available 
 """
 from __future__ import annotations
 
-import base64
 import copy
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..records import EARLIEST, LATEST, AtOffset, AtTimestamp, Consumed, Record
 from .base import DEFAULT_TIMEOUT_S, ClientAdapter, ClientError, ClusterView
+from .go_program import GOPATH, b64, build_go_program, consumed, debian_version, host_port, run_go_program
 
-GOPATH = Path("/usr/share/gocode")  # where Debian's golang-*-dev packages put their source
 SARAMA_SOURCE = GOPATH / "src" / "github.com" / "Shopify" / "sarama"
 DEBIAN_PACKAGE = "golang-github-shopify-sarama-dev"
 PROGRAM_DIR = Path(__file__).with_name("sarama")  # main.go and security.go: one Go package
 BUILD_DIR = Path(os.environ.get("COMPATBROKER_SARAMA_DIR", Path.home() / ".cache" / "compatbroker" / "sarama"))
 INSTALL_HINT = (f"apt-get update && apt-get install -y golang-go {DEBIAN_PACKAGE}  (or: bash tests/run.sh; "
                 "COMPATBROKER_SARAMA_DIR selects where the program is built)")
-BUILD_TIMEOUT_S = 600  # the first build compiles sarama and its cgo zstd binding
 NEWER_PROTOCOL = "2.1.0"
 ROW_2_1 = "sarama-2.1"  # the matrix row of sarama at NEWER_PROTOCOL
 
@@ -65,35 +61,10 @@ def build(go: str) -> Path:
     return build_go_program(go, PROGRAM_DIR, BUILD_DIR, "sarama-compat")
 
 
-def build_go_program(go: str, program_dir: Path, build_dir: Path, binary: str) -> Path:
-    """Builds the Go package in `program_dir` in GOPATH mode against Debian's packaged sources, once per source
-    hash, into build_dir/<hash>/<binary>; the path of the program. kafka_go_client.py builds its program here too."""
-    digest = hashlib.sha256()
-    for source in sorted(program_dir.glob("*.go")):
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    target = build_dir / digest.hexdigest()[:16] / binary
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{binary}.{os.getpid()}.partial")
-    env = os.environ | {"GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": "", "CGO_ENABLED": "1"}
-    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=program_dir, env=env,
-                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    if done.returncode != 0:
-        raise ClientError(f"building {binary} failed:\n{done.stderr[-4000:]}")
-    partial.replace(target)  # atomic: a concurrent run sees the old state or the whole program
-    return target
-
-
 def installed_version(name: str = "sarama") -> str | None:
     """The Debian package's version, e.g. 1.22.1-1 (the "sarama-2.1" row adds its protocol)."""
-    try:
-        done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", DEBIAN_PACKAGE], capture_output=True,
-                              text=True, timeout=10)
-    except OSError:
-        return None
-    version = done.stdout.strip()
-    if not version:
+    version = debian_version(DEBIAN_PACKAGE)
+    if version is None:
         return None
     return f"{version}, Config.Version {NEWER_PROTOCOL}" if name == ROW_2_1 else version
 
@@ -128,14 +99,7 @@ class SaramaClient(ClientAdapter):
     def run(self, command: dict, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
         command = command | {"version": self.protocol or "", "timeout_ms": int(timeout_s * 1000),
                              "security": (self.security or {}).get("security")}
-        try:
-            done = subprocess.run([str(self.program)], input=json.dumps(command), capture_output=True, text=True,
-                                  timeout=timeout_s + 15)
-        except subprocess.TimeoutExpired:
-            raise ClientError(f"sarama {command['op']} did not finish within {timeout_s + 15} s") from None
-        if done.returncode != 0:
-            raise ClientError(f"sarama {command['op']} failed: {done.stderr.strip()[-2000:]}")
-        return json.loads(done.stdout)
+        return run_go_program(self.program, command, label="sarama", timeout_s=timeout_s + 15)
 
     def metadata_answer(self, bootstrap: str, topic: str | None = None) -> dict:
         """The "metadata" command's answer: {"brokers": [host:port...], "broker_ids": {host:port: id}, "topics":
@@ -162,12 +126,12 @@ class SaramaClient(ClientAdapter):
             # ClusterAdmin's DescribeTopics asks Metadata v5 not to create the topics
             described, cluster = self.admin_results(bootstrap, {"call": "describe_topics", "topics": list(topics)},
                                                     {"call": "describe_cluster"})
-            brokers = frozenset((int(node), *_host_port(addr)) for node, addr in cluster["brokers"].items())
+            brokers = frozenset((int(node), *host_port(addr)) for node, addr in cluster["brokers"].items())
             return ClusterView(brokers, {name: {int(p): leader for p, leader in found["leaders"].items()}
                                          for name, found in described.items() if found["error"] == 0})
         # the client's own requests, whose Metadata v0 the broker answers by creating named topics it lacks
         answers = [self.metadata_answer(bootstrap, topic) for topic in topics or [None]]
-        brokers = frozenset((node, *_host_port(addr)) for answer in answers
+        brokers = frozenset((node, *host_port(addr)) for answer in answers
                             for addr, node in answer["broker_ids"].items())
         leaders = {name: {int(p): leader for p, leader in partitions.items()}
                    for answer in answers for name, partitions in answer["leaders"].items()}
@@ -185,8 +149,8 @@ class SaramaClient(ClientAdapter):
                 raise ValueError(f"sarama at protocol {self.protocol} cannot send {record}")
         answer = self.run({"op": "produce", "bootstrap": bootstrap, "topic": topic, "acks": acks,
                            "compression": compression or "none",
-                           "records": [{"key": _b64(r.key), "value": _b64(r.value), "timestamp": r.timestamp or 0,
-                                        "headers": [{"key": k, "value": _b64(v)} for k, v in r.headers]}
+                           "records": [{"key": b64(r.key), "value": b64(r.value), "timestamp": r.timestamp or 0,
+                                        "headers": [{"key": k, "value": b64(v)} for k, v in r.headers]}
                                        for r in records]}, timeout_s)
         if acks == 0:
             return None  # no response, so no offsets
@@ -196,7 +160,7 @@ class SaramaClient(ClientAdapter):
                 start=EARLIEST, timeout_s: float = DEFAULT_TIMEOUT_S, fetch_wait_ms: int | None = None):
         answer = self.run({"op": "consume", "bootstrap": bootstrap, "topic": topic, "partitions": list(partitions),
                            "start": _start(start), "count": count, "fetch_wait_ms": fetch_wait_ms or 0}, timeout_s)
-        return [_consumed(r) for r in answer["records"]]
+        return [consumed(r) for r in answer["records"]]
 
     def list_offsets(self, bootstrap, topic, partition, timestamp):
         """Client.GetOffset for the oldest, the newest and the timestamp; None where Kafka answers -1."""
@@ -209,7 +173,7 @@ class SaramaClient(ClientAdapter):
         """Joins `group`, reads `count` records from its committed position (oldest without one), commits, leaves."""
         answer = self.run({"op": "group", "bootstrap": bootstrap, "topic": topic, "group": group, "count": count},
                           timeout_s)
-        return [_consumed(r) for r in answer["records"]]
+        return [consumed(r) for r in answer["records"]]
 
     def member_command(self, spec: dict) -> tuple[list[str], dict[str, str]]:
         """The program's "member" command (sarama/member.go): the spec goes in the argument, commands on stdin."""
@@ -225,16 +189,7 @@ class SaramaClient(ClientAdapter):
     def produce_idempotent(self, bootstrap, topic, values, *, batch_records, timeout_s):
         self._newer().run({"op": "produce", "bootstrap": bootstrap, "topic": topic, "acks": -1, "compression": "none",
                            "idempotent": True, "batch_messages": batch_records,
-                           "records": [{"key": None, "value": _b64(value)} for value in values]}, timeout_s)
-
-
-def _host_port(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host, int(port)
-
-
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode()
+                           "records": [{"key": None, "value": b64(value)} for value in values]}, timeout_s)
 
 
 def _start(start) -> str:
@@ -247,14 +202,6 @@ def _start(start) -> str:
     if isinstance(start, AtTimestamp):
         return f"timestamp:{start.timestamp}"
     raise NotImplementedError(f"sarama's consumer cannot start at {start}")
-
-
-def _consumed(raw: dict) -> Consumed:
-    def data(field):
-        return None if raw[field] is None else base64.b64decode(raw[field])
-    headers = tuple((h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
-                    for h in raw["headers"])
-    return Consumed(raw["partition"], raw["offset"], data("key"), data("value"), headers, raw["timestamp"])
 
 
 def _at_least(protocol: str, version: tuple[int, ...]) -> bool:
