@@ -82,6 +82,8 @@ CLIENTS: tuple[ClientInfo, ...] = (
                    "telemetry": "sarama 1.22 does not push client metrics (no KIP-714)"}),
     ClientInfo("kafka-go", GO, adapter="kafka_go_client:load", version="kafka_go_client:installed_version",
                not_applicable={
+                   "metadata_all_topics": "kafka-go 0.2.1 cannot ask for every topic (ReadPartitions() without topics "
+                                          "sends an empty list, which Kafka answers with none)",
                    "idempotence": "kafka-go 0.2.1 has no idempotent producer (no InitProducerId)",
                    **{flow: "kafka-go 0.2.1 has no transactional producer"
                       for flow in ("transactions", "exactly_once")},
@@ -93,8 +95,15 @@ CLIENTS: tuple[ClientInfo, ...] = (
                    "share_groups": "kafka-go 0.2.1 has no share consumer",
                    "telemetry": "kafka-go 0.2.1 does not push client metrics (no KIP-714)"}),
     ClientInfo("confluent-kafka-go", GO, _tags("client", "each", "member", "member_commit", "static", "idempotent"),
-               not_applicable={"transactions": "confluent-kafka-go 0.11.6 (Debian's) has no transactional producer "
-                                               "API: no InitTransactions, BeginTransaction or CommitTransaction"},
+               not_applicable={
+                   **{flow: "confluent-kafka-go 0.11.6 (Debian's) has no transactional producer API: no "
+                            "InitTransactions, BeginTransaction or CommitTransaction"
+                      for flow in ("transactions", "exactly_once")},
+                   # the librdkafka it runs on (Debian's 2.0.2), as kcat's
+                   "groups_consumer_protocol":
+                       "confluent-kafka-go's librdkafka 2.0.2 predates KIP-848 (librdkafka 2.4)",
+                   "share_groups": "confluent-kafka-go's librdkafka 2.0.2 has no share consumer (librdkafka 2.15)",
+                   "telemetry": "confluent-kafka-go's librdkafka 2.0.2 predates KIP-714 (librdkafka 2.5)"},
                adapter="confluent_kafka_go_client:load", version="confluent_kafka_go_client:installed_version"),
     # --- Node.js ---
     ClientInfo("kafkajs", NODE, _tags("client", "each", "member", "member_commit", "idempotent", "transactional")),
