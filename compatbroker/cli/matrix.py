@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from .errors import CliError
-from .options import FORMATS, CliSettings
+from .options import format_option
 from .output import Fields, emit
 
 POINTER_NAME = "compat-matrix-latest.json"
@@ -64,14 +64,8 @@ def read_latest() -> dict:
     return document
 
 
-def _store_format(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    if value is not None:  # shared with the root's --format (options.output_format reads it)
-        ctx.ensure_object(CliSettings).format = value
-
-
 @click.command("matrix", epilog=EXIT_CODES_HELP)
-@click.option("--format", "output_format", type=click.Choice(FORMATS), expose_value=False, callback=_store_format,
-              help="table for people (default), json for scripts")
+@format_option
 @click.pass_context
 def matrix(ctx):
     """Show where the latest compatibility matrix is: its HTML page (failing cells link to their tests' output),

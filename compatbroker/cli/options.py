@@ -124,6 +124,12 @@ def _store(attribute: str):
     return callback
 
 
+def format_option(command):
+    """--format table|json, stored in ctx.obj as the shared client options are (output_format reads it)."""
+    return click.option("--format", "output_format", type=click.Choice(FORMATS), expose_value=False,
+                        callback=_store("format"), help="table for people (default), json for scripts")(command)
+
+
 def client_options(command):
     """Add the shared client options to a click command or group (they are stored in ctx.obj, not passed)."""
     options = [
@@ -138,8 +144,7 @@ def client_options(command):
                      callback=_store("properties"), help="one client property (repeatable)"),
         click.option("--client-id", metavar="ID", expose_value=False, callback=_store("client_id"),
                      help=f"the client.id the broker sees (default {DEFAULT_CLIENT_ID})"),
-        click.option("--format", "output_format", type=click.Choice(FORMATS), expose_value=False,
-                     callback=_store("format"), help="table for people (default), json for scripts"),
+        format_option,
     ]
     for option in reversed(options):
         command = option(command)

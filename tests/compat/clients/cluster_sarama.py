@@ -3,9 +3,7 @@
 cluster_workload.py) or once per produce."""
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +11,7 @@ from pathlib import Path
 from . import MissingClient
 from .base import ClientError
 from .cluster_workload import Workload
-from .go_program import BUILD_TIMEOUT_S, GOPATH
+from .go_program import build_go_program
 from .sarama_client import BUILD_DIR, INSTALL_HINT, SARAMA_SOURCE
 
 SOURCE_DIR = Path(__file__).with_name("sarama") / "cluster"
@@ -30,19 +28,7 @@ def load() -> SaramaCluster:
 
 
 def build(go: str) -> Path:
-    source = (SOURCE_DIR / "main.go").read_bytes()
-    target = BUILD_DIR / f"cluster-{hashlib.sha256(source).hexdigest()[:16]}" / "sarama-cluster"
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"sarama-cluster.{os.getpid()}.partial")
-    env = os.environ | {"GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": "", "CGO_ENABLED": "1"}
-    done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=SOURCE_DIR, env=env, capture_output=True,
-                          text=True, timeout=BUILD_TIMEOUT_S)
-    if done.returncode != 0:
-        raise ClientError(f"building the sarama cluster program failed:\n{done.stderr[-4000:]}")
-    partial.replace(target)
-    return target
+    return build_go_program(go, SOURCE_DIR, BUILD_DIR / "cluster", "sarama-cluster")
 
 
 class SaramaCluster:
