@@ -8,6 +8,12 @@ Two coroutines share the connection:
 - the writer takes the entries in order, awaits each and writes its response, so responses leave in request order
   whatever order the handlers finish in. A request that gets no response (Produce with acks=0) just passes.
 
+The hot path skips both queue and Task: the reader runs a handler's first step itself, and most requests (a Produce
+appending, a Fetch with data, Metadata) finish there; only a handler that waits (a long poll, an fsync, the ISR, a
+coordinator) goes on in a Task of its own. A response ready with nothing queued or being written before it is
+written by the reader at once with non-blocking calls (sends and sendfiles back to back, without returning to the
+event loop between them); whatever the socket does not take then goes to the writer, ahead of later responses.
+
 A frame larger than `socket.request.max.bytes` closes the connection before its buffer is allocated. A frame larger
 than the receive buffer gets a buffer of its own once its first bytes arrive, memory the kernel provides page by
 page as they come (an anonymous map), so a client declaring 100 MiB and sending little or nothing holds little more
@@ -55,7 +61,6 @@ saying so. The PLAINTEXT path pays one attribute check per request for all this.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import mmap
 import os
@@ -111,6 +116,55 @@ class _SendThenClose:
         self.chunks = chunks
 
 
+class _Ready:
+    """A queue entry whose handler finished in its first step: its result (response chunks, None or CLOSE)."""
+    __slots__ = ("result",)
+
+    def __init__(self, result):
+        self.result = result
+
+
+class _Rest:
+    """A queue entry: the part of a response that a direct write left unsent (already counted, its slot freed),
+    and whether the socket was left corked for it."""
+    __slots__ = ("chunks", "corked")
+
+    def __init__(self, chunks: list, corked: bool):
+        self.chunks = chunks
+        self.corked = corked
+
+
+class _Resume:
+    """Awaiting this drives a coroutine that has already run to its first suspension (where it yielded
+    `yielded`) on to its end: what a Task does from its second step on, so a Task can take over a handler that
+    started eagerly."""
+    __slots__ = ("coro", "yielded")
+
+    def __init__(self, coro, yielded):
+        self.coro = coro
+        self.yielded = yielded
+
+    def __await__(self):
+        coro, yielded = self.coro, self.yielded
+        while True:
+            try:
+                sent = yield yielded
+            except BaseException as exc:  # noqa: BLE001 - a cancellation (or any throw) goes to the coroutine
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    yielded = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def _resumed(coro, yielded):
+    return await _Resume(coro, yielded)
+
+
 class FrameTooLarge(Exception):
     pass
 
@@ -133,7 +187,9 @@ class Connection:
         self.peer = _peer_name(sock)
         # Plain sockets are read with sock_recv_into and written with sock_sendall / os.sendfile; TLS goes through
         # a TlsChannel. Either way the rest of the connection calls these two.
-        self._recv_into = functools.partial(self._loop.sock_recv_into, sock)
+        self._recv_into = self._recv_plain
+        self._read_waiter: asyncio.Future | None = None  # resolved when the socket turns readable
+        self._watching = False  # the socket is registered with the event loop for reading
         self._send = self._send_plain
         self._tls = None
         self._authenticator = None
@@ -147,6 +203,7 @@ class Connection:
         self._client_gone = self._loop.create_future()  # resolved at the end of the client's stream
         self._slots = asyncio.Semaphore(config.queued_max_requests)
         self._outstanding = 0  # requests read whose response is not written yet
+        self._writing = False  # the writer is between taking an entry and finishing its write
         self._handler_tasks: set[asyncio.Task] = set()
         self._reader: asyncio.Task | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -184,6 +241,9 @@ class Connection:
             finally:
                 if self._tls is not None:
                     self._tls.close_notify()
+                if self._watching:  # a closed descriptor must leave the event loop's selector first
+                    self._loop.remove_reader(self._sock.fileno())
+                    self._watching = False
                 self._sock.close()
                 self._listener_stats.connections_closed += 1
 
@@ -312,14 +372,18 @@ class Connection:
                 else:
                     entry = self._dispatch(frame)
                 self._outstanding += 1
-                self._entries.put_nowait(entry)
+                if type(entry) is _Ready and self._can_write_now(entry.result):
+                    self._write_now(entry.result)
+                else:
+                    self._entries.put_nowait(entry)
                 self._release_after(entry, frame)
                 if entry is CLOSE:
                     return
-                if authenticator is not None and not authenticator.complete and isinstance(entry, asyncio.Task):
+                if authenticator is not None and not authenticator.complete and entry is not CLOSE:
                     # While authenticating, each request changes what the next frame may be (Kafka reads nothing
                     # more until the exchange has moved on): let its handler finish before reading on.
-                    await asyncio.wait((entry,))
+                    if isinstance(entry, asyncio.Future):
+                        await asyncio.wait((entry,))
                     if authenticator.failed:  # its answer goes out, then the connection closes
                         return
                 elif isinstance(frame, memoryview) and not self._spares:
@@ -471,7 +535,7 @@ class Connection:
                                           topic_by_id=self._broker.topic_by_id)
             if fault is not None:
                 return self._start_faulty(fault, module, ctx, body)
-        return self._spawn(self._run_handler(module, ctx, body, self.last_active))
+        return self._begin(self._run_handler(module, ctx, body, self.last_active))
 
     def _unsupported(self, header, frame):
         if self._hooks.active:
@@ -520,6 +584,16 @@ class Connection:
             return CLOSE
         return self._spawn(self._run_faulty(fault, module, ctx, body, self.last_active))
 
+    def _begin(self, handling):
+        """Run a request's handling up to its first suspension now, in the reader: most requests (a Produce
+        appending, a Fetch with data) finish there and need no Task, no scheduling and no wake-up of the writer
+        through a future. One that waits (a long poll, an fsync, the ISR) goes on in a Task of its own."""
+        try:
+            yielded = handling.send(None)
+        except StopIteration as done:
+            return _Ready(done.value)
+        return self._spawn(_resumed(handling, yielded))
+
     def _spawn(self, handling) -> asyncio.Task:
         """Run a request's handling as a task of this connection (cancelled if the connection ends first)."""
         task = self._loop.create_task(handling)
@@ -557,8 +631,15 @@ class Connection:
             entry = await self._entries.get()
             if entry is _END or entry is CLOSE:
                 return
+            self._writing = True
+            if type(entry) is _Rest:  # the unsent part of a direct write: counted and its slot freed already
+                await self._send(entry.chunks)
+                if entry.corked:
+                    self._sock.setsockopt(socket.IPPROTO_TCP, _CORK, 0)  # send the last partial packet now
+                self._writing = False
+                continue
             try:
-                chunks = await entry
+                chunks = entry.result if type(entry) is _Ready else await entry
             finally:
                 self._slots.release()
             if chunks is CLOSE:
@@ -571,6 +652,77 @@ class Connection:
                 self._listener_stats.bytes_out += _SIZE.unpack_from(chunks[0])[0] + 4  # its size prefix
             self._outstanding -= 1
             self.last_active = self._loop.time()
+            self._writing = False
+
+    # --- the direct write: a ready response with nothing before it goes out from the reader ------------------------
+
+    def _can_write_now(self, chunks) -> bool:
+        """Whether the reader may write this response itself: a plain socket, nothing queued or being written
+        before it, and a plain response (not a close)."""
+        return (self._tls is None and not self._writing and self._entries.empty()
+                and (chunks is None or type(chunks) is list))
+
+    def _write_now(self, chunks: list | None) -> None:
+        """Write a ready response without waiting: what the socket does not take now goes to the writer, which
+        sends it before anything queued after it. The bookkeeping is the writer's for an entry."""
+        self._slots.release()
+        self._outstanding -= 1
+        self.last_active = self._loop.time()
+        if chunks is None:
+            return
+        self._listener_stats.bytes_out += _SIZE.unpack_from(chunks[0])[0] + 4  # its size prefix
+        cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)
+        rest = self._send_now(chunks, cork)
+        if rest:
+            self._entries.put_nowait(_Rest(rest, cork))
+
+    def _send_now(self, chunks: list, cork: bool) -> list:
+        """Send chunks with non-blocking calls until the socket is full; returns what is left (empty: all sent).
+        With `cork`, TCP_CORK holds partial packets back until all is sent (left on when something is left)."""
+        sock = self._sock
+        if cork:
+            sock.setsockopt(socket.IPPROTO_TCP, _CORK, 1)
+        for index, chunk in enumerate(chunks):
+            if isinstance(chunk, FileRegion):
+                rest = _sendfile_now(sock.fileno(), chunk)
+            else:
+                try:
+                    sent = sock.send(chunk)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                rest = memoryview(chunk)[sent:] if sent < len(chunk) else None
+            if rest is not None:  # the socket is full: the writer sends the rest (and uncorks at its end)
+                return [rest, *chunks[index + 1:]]
+        if cork:
+            sock.setsockopt(socket.IPPROTO_TCP, _CORK, 0)
+        return []
+
+    async def _recv_plain(self, buffer) -> int:
+        """recv_into for a plain socket. Unlike the loop's sock_recv_into it leaves the socket registered for
+        reading between waits, so that a client taking turns with the broker costs no epoll registration per
+        request; a readiness no one waits for unregisters it (level-triggered, it would fire on every turn)."""
+        while True:
+            try:
+                return self._sock.recv_into(buffer)
+            except (BlockingIOError, InterruptedError):
+                pass
+            waiter = self._read_waiter = self._loop.create_future()
+            if not self._watching:
+                self._loop.add_reader(self._sock.fileno(), self._on_readable)
+                self._watching = True
+            try:
+                await waiter
+            finally:
+                self._read_waiter = None
+
+    def _on_readable(self) -> None:
+        waiter = self._read_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+            self._read_waiter = None
+        elif self._watching:
+            self._loop.remove_reader(self._sock.fileno())
+            self._watching = False
 
     async def _send_plain(self, chunks: list) -> None:
         cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)
@@ -586,18 +738,8 @@ class Connection:
 
     async def _sendfile(self, region: FileRegion) -> None:
         """Copy a file region to the socket in the kernel (os.sendfile), waiting whenever the socket is full."""
-        out_fd, in_fd = self._sock.fileno(), region.file.fileno()
-        position, remaining = region.position, region.length
-        while remaining > 0:
-            try:
-                sent = os.sendfile(out_fd, in_fd, position, remaining)
-            except BlockingIOError:
-                await self._writable()
-                continue
-            if sent == 0:  # the file is shorter than the region: the frame size we sent can no longer be kept
-                raise ConnectionError(f"{region!r} ends past the end of its file")
-            position += sent
-            remaining -= sent
+        while (region := _sendfile_now(self._sock.fileno(), region)) is not None:
+            await self._writable()
 
     async def _writable(self) -> None:
         waiter = self._loop.create_future()
@@ -607,6 +749,22 @@ class Connection:
             await waiter
         finally:
             self._loop.remove_writer(fd)
+
+
+def _sendfile_now(out_fd: int, region: FileRegion) -> FileRegion | None:
+    """sendfile a region as far as the socket takes it now; the region left (None: all of it went)."""
+    position, remaining = region.position, region.length
+    in_fd = region.file.fileno()
+    while remaining > 0:
+        try:
+            sent = os.sendfile(out_fd, in_fd, position, remaining)
+        except (BlockingIOError, InterruptedError):
+            return FileRegion(region.file, position, remaining)
+        if sent == 0:  # the file is shorter than the region: the frame size we sent can no longer be kept
+            raise ConnectionError(f"{region!r} ends past the end of its file")
+        position += sent
+        remaining -= sent
+    return None
 
 
 def _resolve(future: asyncio.Future) -> None:

@@ -55,6 +55,44 @@ async def test_pipelined_responses_keep_request_order_while_a_slow_handler_waits
         await client.close()
 
 
+async def test_handlers_that_finish_in_their_first_step_run_without_a_task(tmp_path, monkeypatch):
+    """A request whose handler does not wait (a Produce appending, a Fetch with data) is handled and answered from
+    the reader: no Task per request. One that waits goes on in a Task, and is answered in its turn, after the
+    responses before it and before those after it."""
+    release, last_started = asyncio.Event(), asyncio.Event()
+
+    async def metadata(ctx, request):
+        if ctx.header.correlation_id == 7:
+            last_started.set()
+        if ctx.header.correlation_id == 5:
+            await release.wait()  # suspends after its first step: resumed in a Task
+        return MetadataResponse()
+
+    registry = build_registry([api_versions, _metadata_handler(metadata)])
+    async with running_server(tmp_path, registry) as (_, port):
+        client = await RawClient.connect(port)
+        await client.send(MetadataRequest(topics=[]), version=1, correlation_id=0)
+        await client.read_response(METADATA, 1)  # the connection is set up, its reader and writer running
+        loop = asyncio.get_running_loop()
+        created = []
+        real_create_task = loop.create_task
+        monkeypatch.setattr(loop, "create_task",
+                            lambda coro, **kw: created.append(coro) or real_create_task(coro, **kw))
+        for correlation_id in range(1, 5):
+            await client.send(MetadataRequest(topics=[]), version=1, correlation_id=correlation_id)
+        answered = [(await client.read_response(METADATA, 1))[0].correlation_id for _ in range(4)]
+        assert answered == [1, 2, 3, 4]
+        assert created == []
+        for correlation_id in (5, 6, 7):
+            await client.send(MetadataRequest(topics=[]), version=1, correlation_id=correlation_id)
+        await asyncio.wait_for(last_started.wait(), 30)  # 6 and 7 ran while 5 waits (wait_for makes a task too)
+        assert len([coro for coro in created if coro.__qualname__ != "Event.wait"]) == 1
+        release.set()
+        answered = [(await client.read_response(METADATA, 1))[0].correlation_id for _ in range(3)]
+        assert answered == [5, 6, 7]
+        await client.close()
+
+
 async def test_queued_max_requests_bounds_requests_in_flight_per_connection(tmp_path):
     events = []
     releases = [asyncio.Event() for _ in range(5)]
