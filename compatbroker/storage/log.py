@@ -23,9 +23,14 @@ Flush policy (Kafka's), decided here but run by the caller, since an fsync must 
   rolled, off the append path, which keeps recovery down to the active segment).
 The defaults never flush for messages or time: the page cache and recovery take care of durability, as in Kafka.
 
-CRC overlap: given an executor (`LogManager` passes its own), a large uncompressed-path append checks its CRC-32C in
-the executor while `pwritev` copies the bytes, both outside the GIL; a mismatch cuts the file back to its old size,
-so the rejected append leaves the log exactly as it was.
+CRC-32C: checked inline by validation, once per batch, before anything is written (so a rejected append leaves the
+log exactly as it was). Until issue 21 a worker thread checked the CRC of payloads of 512 KiB and more beside the
+`pwritev` copy; measured on 2 cores (2026-11-27, two sets of runs, medians), that cost more broker CPU than it saved,
+for no throughput: librdkafka producing 1 KiB records (drive.py, which keeps the other core busy: 9 passes a set)
+1.77 and 1.37 core-s/GB with the worker against 1.44 and 1.29 inline, at 190/378 against 219/371 MB/s; a raw client
+sending 1 MiB requests (rawload.py, 3 runs a set) 1.22 and 1.06 ms of broker CPU per request against 1.04 and 1.05.
+The hand-off and the second core reading the bytes cold cost more than the overlap wins: perf puts the CRC itself
+at about 6% of the broker's CPU on that path.
 
 Producer state (`producer_state`): batches with a producer id are checked against it before anything is written
 (see `producer_state` for Kafka's rules); a retry of a remembered batch writes nothing and answers the original
@@ -48,14 +53,13 @@ import os
 import struct
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..protocol.records.batch import set_log_append_time, stamp_batch
 from ..protocol.wire import FileRegion
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_path
-from .errors import OffsetOutOfRangeError, PolicyViolationError, StorageError
+from .errors import OffsetOutOfRangeError, PolicyViolationError
 from .index_file import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
 from .log_config import LogConfig
@@ -65,14 +69,10 @@ from .segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, 
                       AppendBatch, LogSegment, segment_name, segment_path)
 from .time_index import TimestampOffset
 from .transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
-from .validator import CLIENT, CheckedBatch, validate_follower_records, validate_records, verify_crcs
+from .validator import CLIENT, CheckedBatch, validate_follower_records, validate_records
 
 _STAMP_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch: the bytes before magic
 
-# Below this payload size the CRC runs inline: handing it to a worker thread costs about 10 us, which the overlap
-# with the write wins back only from roughly 400 KiB up, and only with a free core (measured on 2 cores: a 1 MiB
-# append takes 250 us instead of 275, beside 210 for the write alone; with both cores busy it loses instead).
-_CRC_OVERLAP_MIN_BYTES = 512 * 1024
 _REPLAY_CHUNK = 4096  # producer batches applied at a time when replaying: bounds the completed transactions held
 
 
@@ -99,27 +99,6 @@ class ReadResult(NamedTuple):
         return sum(region.length for region in self.regions)
 
 
-class _CrcCheck:
-    """The CRC check of a payload, handed to a worker thread so that it runs while the loop thread writes."""
-
-    def __init__(self, executor: Executor, batches: list[CheckedBatch]):
-        self._batches = batches
-        self._future = executor.submit(verify_crcs, batches)
-
-    def result(self) -> None:
-        """Raise CorruptMessageError on a mismatch. A worker that has not started yet (no free CPU) is not waited
-        for: the check runs here instead, so a busy machine costs no more than the inline check."""
-        if self._future.cancel():
-            verify_crcs(self._batches)
-        else:
-            self._future.result()
-
-    def settle(self) -> None:
-        """Make sure the worker no longer reads the payload (cancel it, or wait for it), ignoring its outcome."""
-        if not self._future.cancel():
-            self._future.exception()
-
-
 @dataclass
 class _PendingDelete:
     deadline_ms: int
@@ -138,8 +117,7 @@ class Log:
     """A partition log in `directory` (`<topic>-<partition>`). Build with `Log.open`."""
 
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, segments: tuple,
-                 log_start_offset: int, recovery_point: int, now_ms: int, *, crc_executor: Executor | None = None,
-                 names: set[str] | None = None):
+                 log_start_offset: int, recovery_point: int, now_ms: int, *, names: set[str] | None = None):
         """`names`: the files of `directory` when the caller has just listed it (saves listing it again)."""
         # None: the high watermark follows the log end offset (a single replica). Replication sets it.
         self._high_watermark: int | None = None
@@ -153,7 +131,6 @@ class Log:
         self.recovery_point = recovery_point
         self.epochs = LeaderEpochCache(directory, exists=None if names is None else LEADER_EPOCH_CHECKPOINT in names)
         self.producer_state = ProducerStateManager(directory, names=names)
-        self.crc_executor = crc_executor
         self._flush = _FlushState(last_flush_ms=now_ms)
         self._flush_lock = threading.Lock()  # one flush at a time (they run in executor threads)
         self._offsets_lock = threading.Lock()  # recovery point and roll bookkeeping, shared with the flush thread
@@ -164,9 +141,8 @@ class Log:
     @classmethod
     def open(cls, directory: str, topic: str, partition: int, config: LogConfig, *, log_start_offset: int = 0,
              recovery_point: int = 0, clean_shutdown: bool = False, now_ms: int = 0,
-             crc_executor: Executor | None = None, high_watermark: int | None = None) -> Log:
+             high_watermark: int | None = None) -> Log:
         """Load (or create) the log in `directory`, recovering what an unclean shutdown may have torn.
-        `crc_executor` (one worker is enough) lets large appends check their CRC beside the write.
         `high_watermark`: the checkpointed one of a replicated partition (None: it follows the log end offset)."""
         try:
             names = _finish_interrupted_operations(directory)
@@ -181,7 +157,7 @@ class Log:
         log_start_offset = max(log_start_offset, segments[0].base_offset)
         log_end_offset = segments[-1].next_offset
         log = cls(directory, topic, partition, config, tuple(segments), min(log_start_offset, log_end_offset),
-                  min(recovery_point, log_end_offset), now_ms, crc_executor=crc_executor, names=names)
+                  min(recovery_point, log_end_offset), now_ms, names=names)
         if not clean_shutdown and log.recovery_point < log_end_offset:
             log.flush()  # what recovery kept is now durable: it will not be scanned again
         log.epochs.truncate_from_end(log_end_offset)
@@ -257,49 +233,33 @@ class Log:
         batches). An empty payload appends nothing and answers base offset -1, as Kafka does. With
         `flush_needed` in the result, the caller must run `flush()` before acknowledging the payload.
         """
-        defer_crc = self._defers_crc(records)
-        checked = validate_records(records, self.config, now_ms, origin=origin, check_crc=not defer_crc)
+        checked = validate_records(records, self.config, now_ms, origin=origin)
         if not checked:
             return AppendResult(-1, -1, -1, self.log_start_offset)
-        crc_check = _CrcCheck(self.crc_executor, checked) if defer_crc else None
-        try:
-            return self._append_checked(checked, crc_check, leader_epoch, now_ms, origin)
-        except BaseException:
-            if crc_check is not None:
-                crc_check.settle()  # the worker must be done with the caller's buffer before append returns
-            raise
+        return self._append_checked(checked, leader_epoch, now_ms, origin)
 
-    def _defers_crc(self, records) -> bool:
-        """Check the CRC beside the write? Only for large payloads, and not where validation needs it first:
-        LogAppendTime rewrites the CRC, compacted topics decode every record."""
-        return (self.crc_executor is not None and memoryview(records).nbytes >= _CRC_OVERLAP_MIN_BYTES
-                and not self.config.log_append_time and not self.config.compact)
-
-    def _append_checked(self, checked: list[CheckedBatch], crc_check: _CrcCheck | None, leader_epoch: int,
-                        now_ms: int, origin: str) -> AppendResult:
-        append_time = now_ms if self.config.log_append_time else -1
-        base_offset = self.log_end_offset
-        verify = None if crc_check is None else crc_check.result
+    def _append_checked(self, checked: list[CheckedBatch], leader_epoch: int, now_ms: int,
+                        origin: str) -> AppendResult:
+        config = self.config
+        append_time = now_ms if config.log_append_time else -1
+        active = self._segments[-1]
+        base_offset = active.next_offset
         producer_batches = _producer_batches(checked, base_offset, append_time)
         if producer_batches:
-            duplicate = self._check_producers(producer_batches, origin, verify)
+            duplicate = self.producer_state.check_append(producer_batches, origin)
             if duplicate is not None:
                 return self._duplicate_result(duplicate)
-        buffers, batches = _stamp_batches(checked, base_offset, leader_epoch, append_time)
+        buffers, batches, size, max_timestamp = _stamp_batches(checked, base_offset, leader_epoch, append_time)
         last_offset = batches[-1].last_offset
-        if self._should_roll(sum(b.size for b in batches), last_offset, max(b.max_timestamp for b in batches),
-                             now_ms):
-            if verify is not None:
-                verify()  # a rejected payload must not leave a new segment behind
-                verify = None
-            self.roll(now_ms)
-        self.active_segment.append(buffers, batches, verify=verify)
+        if self._should_roll(size, last_offset, max_timestamp, now_ms):
+            active = self.roll(now_ms)
+        active.append(buffers, batches, size)
         if producer_batches:
             completed = self.producer_state.update(producer_batches)
             if completed:
                 self._index_aborts(completed)
         self.epochs.assign(leader_epoch, base_offset)
-        flush_needed = self.log_end_offset - self.recovery_point >= self.config.flush_messages
+        flush_needed = last_offset + 1 - self.recovery_point >= config.flush_messages
         return AppendResult(base_offset, last_offset, append_time, self.log_start_offset, flush_needed)
 
     def append_as_follower(self, records, *, now_ms: int) -> AppendResult:
@@ -357,20 +317,6 @@ class Log:
                 segment = self._segments[max(bisect.bisect_right(self._bases, txn.last_offset) - 1, 0)]
                 segment.append_aborted_transaction(txn.aborted_txn())
 
-    def _check_producers(self, batches: list[ProducerBatch], origin: str, verify) -> BatchMetadata | None:
-        """The producer state's verdict on an append (see `ProducerStateManager.check_append`). A deferred CRC
-        check is settled first when the verdict stops the write: Kafka checks CRCs before producer state, so a
-        corrupt payload must report CORRUPT_MESSAGE, not a sequence error or a duplicate."""
-        try:
-            duplicate = self.producer_state.check_append(batches, origin)
-        except StorageError:
-            if verify is not None:
-                verify()
-            raise
-        if duplicate is not None and verify is not None:
-            verify()
-        return duplicate
-
     def _duplicate_result(self, duplicate: BatchMetadata) -> AppendResult:
         """The answer to a retried batch: its original offsets, and a flush if the original still waits for one
         that flush.messages asked for (the retry must not be acknowledged before the original would be)."""
@@ -381,10 +327,11 @@ class Log:
                             flush_needed, duplicate=True)
 
     def _should_roll(self, append_bytes: int, last_offset: int, max_timestamp: int, now_ms: int) -> bool:
-        active = self.active_segment
-        waited = active.time_waited_for_roll(now_ms, max_timestamp)
-        too_old = active.size > 0 and waited > self.config.segment_ms - self.config.segment_jitter_ms
-        return too_old or not active.can_hold(append_bytes, last_offset, self.config.segment_bytes)
+        active, config = self._segments[-1], self.config
+        max_age = config.segment_ms - config.segment_jitter_ms
+        if active.size and active.time_waited_for_roll(now_ms, max_timestamp) > max_age:
+            return True
+        return not active.can_hold(append_bytes, last_offset, config.segment_bytes)
 
     def roll(self, now_ms: int, *, base_offset: int | None = None) -> LogSegment:
         """Seal the active segment and start a new one at the log end offset (a no-op on an empty active one), or
@@ -465,11 +412,11 @@ class Log:
         batch with `min_one_batch`), stopping before the batch holding `max_offset`. Never waits, never copies.
         With `aborted` (read_committed), the result lists the aborted transactions overlapping the first region."""
         segments, bases = self._segments, self._bases
-        log_end_offset, log_start_offset = self.log_end_offset, self.log_start_offset
+        log_end_offset, log_start_offset = segments[-1].next_offset, self.log_start_offset
         if offset < log_start_offset or offset > log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{log_start_offset}, {log_end_offset}] of {self.topic}-{self.partition}")
-        high_watermark = self.high_watermark
+        high_watermark = log_end_offset if self._high_watermark is None else self._high_watermark
         last_stable_offset = self._last_stable_offset(high_watermark)
         fetch_offset = offset
         regions: list[FileRegion] = []
@@ -478,9 +425,12 @@ class Log:
         index = max(bisect.bisect_right(bases, offset) - 1, 0)
         while index < len(segments) and offset < log_end_offset:
             segment = segments[index]
-            if max_offset is not None and segment.base_offset >= max_offset:
+            if max_offset is None:
+                max_position = None
+            elif segment.base_offset >= max_offset:
                 break
-            max_position = _position_of(segment, max_offset)
+            else:
+                max_position = _position_of(segment, max_offset)
             found = segment.read(offset, remaining, max_position=max_position,
                                  min_one_batch=min_one_batch and not regions)
             if found is not None:
@@ -726,24 +676,27 @@ def _new_segment(directory: str, base_offset: int, config: LogConfig, now_ms: in
 
 
 def _stamp_batches(checked: list[CheckedBatch], base_offset: int, leader_epoch: int,
-                   append_time: int) -> tuple[list, list[AppendBatch]]:
+                   append_time: int) -> tuple[list, list[AppendBatch], int, int]:
     """Assign offsets from `base_offset` (and the append time for LogAppendTime topics, which rewrites the CRC);
-    returns the buffers to write and the batches' facts for the indexes."""
+    returns the buffers to write, the batches' facts for the indexes, their total size and largest timestamp."""
     buffers, batches = [], []
     next_offset = base_offset
-    for batch in checked:
-        view, header, writable = batch.view, batch.header, batch.owned
+    size, largest = 0, None
+    for view, header, writable in checked:
         max_timestamp = header.max_timestamp
         if append_time >= 0:
             view = view if writable else memoryview(bytearray(view))
             writable = True
             set_log_append_time(view, append_time)
             max_timestamp = append_time
-        buffers.extend(_stamped(view, writable, next_offset, leader_epoch))
+        _stamp(buffers, view, writable, next_offset, leader_epoch)
         last_offset = next_offset + header.last_offset_delta
-        batches.append(AppendBatch(header.size, last_offset, max_timestamp))
+        batch_size = len(view)
+        batches.append(AppendBatch(batch_size, last_offset, max_timestamp))
+        size += batch_size
+        largest = max_timestamp if largest is None else max(largest, max_timestamp)
         next_offset = last_offset + 1
-    return buffers, batches
+    return buffers, batches, size, largest
 
 
 def _producer_batches(checked: list[CheckedBatch], base_offset: int, append_time: int) -> list[ProducerBatch]:
@@ -783,14 +736,15 @@ def _replayed_batches(segments: tuple[LogSegment, ...], start: int) -> Iterator[
                 yield produced
 
 
-def _stamped(view: memoryview, writable: bool, base_offset: int, leader_epoch: int) -> list:
-    """The buffers to write for one batch with its base offset and leader epoch set. A writable batch is stamped
-    in place; a read-only one (the request frame) gets a new 16-byte prefix so its bytes are never copied."""
+def _stamp(buffers: list, view: memoryview, writable: bool, base_offset: int, leader_epoch: int) -> None:
+    """Add the buffers to write for one batch with its base offset and leader epoch set. A writable batch is
+    stamped in place; a read-only one (the request frame) gets a new 16-byte prefix so its bytes are never copied."""
     if writable:
         stamp_batch(view, base_offset, leader_epoch)
-        return [view]
-    prefix = _STAMP_PREFIX.pack(base_offset, len(view) - 12, leader_epoch)
-    return [prefix, view[_STAMP_PREFIX.size:]]
+        buffers.append(view)
+    else:
+        buffers.append(_STAMP_PREFIX.pack(base_offset, len(view) - 12, leader_epoch))
+        buffers.append(view[_STAMP_PREFIX.size:])
 
 
 def _segments_holding(segments: tuple[LogSegment, ...], start: int, end: int) -> list[LogSegment]:

@@ -54,7 +54,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
-from concurrent.futures import ThreadPoolExecutor
 
 from .checkpoints import (CLEAN_SHUTDOWN_MARKER, CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
                           META_PROPERTIES, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
@@ -156,8 +155,6 @@ class LogManager:
         self.topic_overrides: dict[str, dict[str, str]] = {}
         self.first_dirty_offsets: dict[TopicPartition, int] = {}
         self.clean_shutdown = False  # of every log directory
-        # One worker: appends come one at a time from the event loop. Its thread starts on the first large append.
-        self.crc_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compatbroker-crc")
 
     # --- start-up and shutdown ------------------------------------------------------------------------------------
 
@@ -231,7 +228,7 @@ class LogManager:
                 raise LogDirError(f"{path}: topic id {topic_id} differs from {known} of the other partitions")
         self.logs[tp] = Log.open(path, tp[0], tp[1], config, log_start_offset=start_offset,
                                  recovery_point=recovery_point, clean_shutdown=clean_shutdown, now_ms=now_ms,
-                                 crc_executor=self.crc_executor, high_watermark=high_watermark)
+                                 high_watermark=high_watermark)
 
     def shutdown(self) -> None:
         """Flush every log, write the checkpoints, close the files, and leave the clean-shutdown markers."""
@@ -241,7 +238,6 @@ class LogManager:
         for log in self.logs.values():
             log.close()
         self.logs = {}
-        self.crc_executor.shutdown()
         for log_dir in self.log_dirs:
             write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_MARKER), "")
 
@@ -250,7 +246,6 @@ class LogManager:
         for log in self.logs.values():
             log.close()
         self.logs = {}
-        self.crc_executor.shutdown()
 
     # --- meta.properties, topic configs, checkpoints --------------------------------------------------------------
 
@@ -369,7 +364,7 @@ class LogManager:
         log_start_offset, high_watermark = state
         return Log.open(path, topic, partition, self.log_config(topic), log_start_offset=log_start_offset,
                         recovery_point=2**63 - 1, clean_shutdown=True, now_ms=now_ms,
-                        crc_executor=self.crc_executor, high_watermark=high_watermark)
+                        high_watermark=high_watermark)
 
     # --- topics and partitions ------------------------------------------------------------------------------------
 
@@ -461,8 +456,7 @@ class LogManager:
         os.makedirs(path, exist_ok=True)
         try:
             write_partition_metadata(os.path.join(path, PARTITION_METADATA), topic_id, sync=False)
-            log = Log.open(path, topic, partition, self.log_config(topic), now_ms=now_ms, clean_shutdown=True,
-                           crc_executor=self.crc_executor)
+            log = Log.open(path, topic, partition, self.log_config(topic), now_ms=now_ms, clean_shutdown=True)
         except BaseException:
             if made:
                 shutil.rmtree(path, ignore_errors=True)

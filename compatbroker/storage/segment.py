@@ -21,7 +21,7 @@ import os
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ..protocol.records.batch import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, iter_records
@@ -202,7 +202,8 @@ class LogSegment:
         self.recently_used = False  # for `open_segments`
         # Fetches repeat themselves: a partition that did not fit a response is asked for at the same offset next
         # time, and a consumer that got data asks for the offset right after it. Remembering the batch found last
-        # and where the last read ended spares the index lookup and most header reads. Truncation forgets both.
+        # (or the one a read stopped before, whose header it read) and where the last read ended spares the index
+        # lookup and all but one header read per fetch. Truncation forgets both.
         self._last_found: BatchEntry | None = None
         self._after_last_read: tuple[int, int] | None = None  # (next offset, position of the batch holding it)
 
@@ -355,31 +356,28 @@ class LogSegment:
 
     # --- appending ------------------------------------------------------------------------------------------------
 
-    def append(self, buffers: Sequence, batches: Sequence[AppendBatch], *,
-               verify: Callable[[], object] | None = None) -> None:
-        """Write `buffers` (together: the `batches`, back to back) at the end, then index the batches.
-
-        `verify` (the CRC check running beside the write) is called once the bytes are written and before they
-        count. If it raises, or the write fails, the file is cut back to its old size: the segment is exactly as
-        it was, and neither readers nor recovery see the rejected bytes."""
-        try:
-            self._write_all(buffers)
-            if verify is not None:
-                verify()
-        except BaseException:
-            os.ftruncate(self._file.fd, self.size)
-            raise
+    def append(self, buffers: Sequence, batches: Sequence[AppendBatch], size: int | None = None) -> None:
+        """Write `buffers` (together: the `batches`, back to back, `size` bytes when the caller knows) at the end
+        with one `pwritev`, then index the batches. If the write fails, the file is cut back to its old size: the
+        segment is exactly as it was, and neither readers nor recovery see the rejected bytes."""
         position = self.size
+        if size is None:
+            size = sum(batch.size for batch in batches)
+        try:
+            if len(buffers) > _IOV_MAX or os.pwritev(self._file.fd, buffers, position) != size:
+                self._write_all(buffers, position)  # a short write (rare): again, resuming until done
+        except BaseException:
+            os.ftruncate(self._file.fd, position)
+            raise
         for batch in batches:
             self._index_batch(position, batch.size, batch.last_offset, batch.max_timestamp)
             position += batch.size
         self.size = position
 
-    def _write_all(self, buffers: Sequence) -> None:
-        """pwritev everything at the current end, resuming after a partial write. Buffers are bytes-like with
-        one byte per item (bytes, or memoryviews cast to "B")."""
+    def _write_all(self, buffers: Sequence, position: int) -> None:
+        """pwritev everything at `position`, resuming after a partial write. Buffers are bytes-like with one byte
+        per item (bytes, or memoryviews cast to "B")."""
         pending = list(buffers)
-        position = self.size
         fd = self._file.fd
         while pending:
             written = os.pwritev(fd, pending[:_IOV_MAX], position)
@@ -433,6 +431,10 @@ class LogSegment:
             return found
         after = self._after_last_read
         if after is not None and after[0] == offset and after[1] >= start_position:
+            batch = self._batch_at(after[1])  # a consumer reading on: the batch where its last read ended
+            if batch is not None and batch.last_offset >= offset:
+                self._last_found = batch
+                return batch
             position = after[1]
         else:
             position = max(start_position, self.offset_index.lookup(offset).position)
@@ -441,6 +443,21 @@ class LogSegment:
                 self._last_found = batch
                 return batch
         return None
+
+    def _batch_at(self, position: int) -> BatchEntry | None:
+        """The header of the whole batch at `position` (one read of its header), None when there is none."""
+        size = self.size
+        if position + RECORD_BATCH_OVERHEAD > size:
+            return None
+        file = self.file  # held across the read: an eviction elsewhere must not close it under the read
+        header = os.pread(file.fd, RECORD_BATCH_OVERHEAD, position)
+        if len(header) < RECORD_BATCH_OVERHEAD:
+            return None
+        fields = HEADER.unpack(header)
+        batch_size = fields[1] + LOG_OVERHEAD
+        if batch_size < RECORD_BATCH_OVERHEAD or position + batch_size > size:
+            return None
+        return BatchEntry(position, fields[0], batch_size, fields[0] + fields[6], fields[8])
 
     def _forget_positions(self) -> None:
         self._last_found = self._after_last_read = None
@@ -451,7 +468,8 @@ class LogSegment:
         (but one batch even if larger, with `min_one_batch`), ending before `max_position`. None when the segment
         holds no such batch; length 0 when there is one but it does not fit `max_bytes`."""
         first = self.translate_offset(offset)
-        end_limit = self.size if max_position is None else min(max_position, self.size)
+        size = self.size
+        end_limit = size if max_position is None or max_position > size else max_position
         if first is None or first.position + first.size > end_limit:
             return None
         if first.size > max_bytes:
@@ -459,21 +477,28 @@ class LogSegment:
                 return first.position, 0
             end, next_offset = first.position + first.size, first.last_offset + 1
         else:
-            end, next_offset = self._last_batch_end_before(first, min(end_limit, first.position + max_bytes))
-        if end < self.size and next_offset is not None:
+            target_end = first.position + max_bytes
+            end, next_offset = self._last_batch_end_before(first, end_limit if target_end > end_limit else target_end)
+        if end < size and next_offset is not None:
             self._after_last_read = (next_offset, end)
         return first.position, end - first.position
 
     def _last_batch_end_before(self, first: BatchEntry, target_end: int) -> tuple[int, int | None]:
         """(end, the offset after it) of the last whole batch that finishes by `target_end`, `first` being the
-        first batch read; the offset is None when no header read tells it."""
+        first batch read; the offset is None when no header read tells it. The header of the batch that does not
+        fit, when read here, is kept as `_last_found`: the next fetch most likely starts in it."""
         if target_end >= self.size:
             return self.size, self.next_offset
         end, next_offset = first.position + first.size, first.last_offset + 1
+        if target_end - end < RECORD_BATCH_OVERHEAD:
+            return end, next_offset  # no other batch fits: no index lookup, no header read
         start = self.offset_index.lookup_by_position(target_end).position
         if start > end:  # the batches up to the index entry fit whole
             end, next_offset = start, None
-        for batch in self.iter_batches(end, target_end):
+        for batch in self.iter_batches(end):
+            if batch.position + batch.size > target_end:
+                self._last_found = batch
+                return end, batch.base_offset
             end, next_offset = batch.position + batch.size, batch.last_offset + 1
         return end, next_offset
 

@@ -17,10 +17,8 @@ by one (Kafka's validator does walk them): the CRC already proves the bytes are 
 over a 1 MiB batch of 1 KiB records costs about ten times the write itself. Records are decoded only where Kafka's
 rules need their contents: keys of compacted topics, conversion of legacy message sets, and recompression.
 
-The CRC pass is the one cost that grows with the payload, so a caller may split it off: `validate_records(...,
-check_crc=False)` does everything else, and `verify_crcs` (which releases the GIL) can then run in a worker thread
-while the bytes are being written; the log undoes the write if it fails. A payload that fails another check is
-validated again with its CRCs, so the error reported is the one the full sequence would report first.
+The CRC pass is the one check whose cost grows with the payload: it runs here, inline, once per batch over the
+request's own buffer (see `storage.log` for why it is not handed to a second core).
 
 A follower's append (`validate_follower_records`) gets Kafka's replication checks only: each v2 batch whole, its
 CRC-32C, a sane last offset delta, offsets increasing from the log end offset on. The leader applied the rest.
@@ -35,17 +33,18 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from ..protocol.records.batch import (ATTRIBUTES_OFFSET, MAGIC_OFFSET, NO_TIMESTAMP, RECORDS_OFFSET, BatchHeader,
-                                      check_batch_fields, iter_batches, iter_records, read_batch_header)
-from ..protocol.records.compression import DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
+from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CONTROL_MASK, LOG_OVERHEAD, MAGIC_OFFSET, NO_TIMESTAMP,
+                                      RECORDS_OFFSET, BatchHeader, check_batch_fields, iter_batches, iter_records,
+                                      read_batch_header)
+from ..protocol.records.compression import CODEC_MASK, DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
 from ..protocol.records.errors import CorruptRecordError
 from ..protocol.records.errors import InvalidRecordError as RecordRuleError
 from ..protocol.records.errors import UnsupportedCompressionError
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, MessageTooLargeError,
-                     RecordListTooLargeError, StorageError, UnexpectedAppendOffsetError,
+                     RecordListTooLargeError, UnexpectedAppendOffsetError,
                      UnsupportedCompressionTypeError)
-from .log_config import LogConfig
+from .log_config import COMPACT, LOG_APPEND_TIME, LogConfig
 from .recompress import PRODUCER, needs_recompression, recompress, topic_codec
 
 CLIENT = "client"
@@ -69,27 +68,37 @@ def _records_error(exc: Exception) -> Exception:
     return CorruptMessageError(str(exc))
 
 
-def validate_records(records, config: LogConfig, now_ms: int, *, origin: str = CLIENT,
-                     check_crc: bool = True) -> list[CheckedBatch]:
-    """The batches of a produce payload, validated; raises a StorageError subclass on the first failure.
-
-    With `check_crc=False` the CRCs are left to `verify_crcs`, which the caller must run before the batches count.
-    """
+def validate_records(records, config: LogConfig, now_ms: int, *, origin: str = CLIENT) -> list[CheckedBatch]:
+    """The batches of a produce payload, validated; raises a StorageError subclass on the first failure."""
+    view = memoryview(records).cast("B")
+    size = len(view)
+    if size == 0:
+        return []
+    if size <= MAGIC_OFFSET:
+        raise CorruptMessageError(f"{size} bytes are too short for a batch or message")
+    owned = False
     try:
-        return _validate(records, config, now_ms, origin, check_crc)
-    except StorageError:
-        if check_crc:
-            raise
-        return _validate(records, config, now_ms, origin, True)  # raises: a bad CRC may come first in Kafka's order
+        if view[MAGIC_OFFSET] in (0, 1):
+            view, owned = memoryview(bytearray(legacy_to_batches(view, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE))), True
+        positions = list(iter_batches(view))
+    except (CorruptRecordError, RecordRuleError, UnsupportedCompressionError) as exc:
+        raise _records_error(exc) from None
+    checked = [_check_batch(view[pos:pos + header.batch_length + LOG_OVERHEAD], header, owned, config, now_ms,
+                            origin) for pos, header in positions]
+    if len(checked) > 1:
+        if any(batch.header.attributes & CODEC_MASK for batch in checked):
+            raise InvalidRecordError("a compressed produce payload must hold exactly one batch")
+        size = sum(batch.header.batch_length + LOG_OVERHEAD for batch in checked)
+    if config.compression_type != PRODUCER:
+        checked = [_recompressed(batch, config) for batch in checked]
+        size = sum(batch.header.batch_length + LOG_OVERHEAD for batch in checked)
+    if size > config.segment_bytes:
+        raise RecordListTooLargeError(f"{size} bytes of records exceed segment.bytes={config.segment_bytes}")
+    return checked
 
 
-def verify_crcs(batches: list[CheckedBatch]) -> None:
-    """Raise CorruptMessageError unless every batch's CRC-32C matches. Releases the GIL while computing, so that
-    it can overlap a write in another thread."""
-    for batch in batches:
-        crc = crc32c(batch.view[ATTRIBUTES_OFFSET:], gil_release_mode=1)  # always, even for small batches
-        if crc != batch.header.crc:
-            raise CorruptMessageError(f"batch CRC is {batch.header.crc:#010x}, computed {crc:#010x}")
+def _crc_error(batch: CheckedBatch, crc: int) -> CorruptMessageError:
+    return CorruptMessageError(f"batch CRC is {batch.header.crc:#010x}, computed {crc:#010x}")
 
 
 def validate_follower_records(records, log_end_offset: int) -> list[CheckedBatch]:
@@ -112,48 +121,27 @@ def validate_follower_records(records, log_end_offset: int) -> list[CheckedBatch
                 f"batch at offset {header.base_offset} does not follow offset {next_offset - 1} "
                 f"(log end offset {log_end_offset})")
         next_offset = header.last_offset + 1
-    verify_crcs(checked)
-    return checked
-
-
-def _validate(records, config: LogConfig, now_ms: int, origin: str, check_crc: bool) -> list[CheckedBatch]:
-    view = memoryview(records).cast("B")
-    if len(view) == 0:
-        return []
-    if len(view) <= MAGIC_OFFSET:
-        raise CorruptMessageError(f"{len(view)} bytes are too short for a batch or message")
-    owned = False
-    try:
-        if view[MAGIC_OFFSET] in (0, 1):
-            view, owned = memoryview(bytearray(legacy_to_batches(view, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE))), True
-        positions = list(iter_batches(view))
-    except (CorruptRecordError, RecordRuleError, UnsupportedCompressionError) as exc:
-        raise _records_error(exc) from None
-    checked = [_check_batch(view[pos:pos + header.size], header, owned, config, now_ms, origin, check_crc)
-               for pos, header in positions]
-    if len(checked) > 1 and any(batch.header.compression != Compression.NONE for batch in checked):
-        raise InvalidRecordError("a compressed produce payload must hold exactly one batch")
-    if config.compression_type != PRODUCER:
-        checked = [_recompressed(batch, config) for batch in checked]
-    total = sum(batch.header.size for batch in checked)
-    if total > config.segment_bytes:
-        raise RecordListTooLargeError(f"{total} bytes of records exceed segment.bytes={config.segment_bytes}")
+    for batch in checked:
+        crc = crc32c(batch.view[ATTRIBUTES_OFFSET:])
+        if crc != batch.header.crc:
+            raise _crc_error(batch, crc)
     return checked
 
 
 def _check_batch(view: memoryview, header: BatchHeader, owned: bool, config: LogConfig, now_ms: int,
-                 origin: str, check_crc: bool) -> CheckedBatch:
+                 origin: str) -> CheckedBatch:
     if len(view) > config.max_message_bytes:
         raise MessageTooLargeError(f"batch of {len(view)} bytes exceeds max.message.bytes={config.max_message_bytes}")
+    control = header.attributes & CONTROL_MASK
     try:
-        _check_batch_level(view, header, check_crc)
-        if header.is_control and origin == CLIENT:
+        _check_batch_level(view, header)
+        if control and origin == CLIENT:
             raise RecordRuleError("clients may not write control batches")
-        if config.compact and not header.is_control:
+        if not control and COMPACT in config.cleanup_policy:
             _check_keys(view)
     except (CorruptRecordError, RecordRuleError, UnsupportedCompressionError) as exc:
         raise _records_error(exc) from None
-    if not config.log_append_time:
+    if config.message_timestamp_type != LOG_APPEND_TIME:
         _check_timestamps(header, config, now_ms)
     return CheckedBatch(view, header, owned)
 
@@ -174,10 +162,11 @@ def _recompressed(batch: CheckedBatch, config: LogConfig) -> CheckedBatch:
     return CheckedBatch(view, header, True)
 
 
-def _check_batch_level(view: memoryview, header: BatchHeader, check_crc: bool) -> None:
+def _check_batch_level(view: memoryview, header: BatchHeader) -> None:
     """`validate_batch` without its record-by-record walk (`iter_batches` already checked magic and length), plus a
-    cheap bound: the declared records must be able to fit in the bytes there are."""
-    check_batch_fields(view, header, check_crc=check_crc)
+    cheap bound: the declared records must be able to fit in the bytes there are. A codec id Kafka does not define
+    is UnsupportedCompressionError here (from `compression`)."""
+    check_batch_fields(view, header)
     if header.compression == Compression.NONE and header.count * _MIN_RECORD_SIZE > len(view) - RECORDS_OFFSET:
         raise RecordRuleError(f"{header.count} records cannot fit in {len(view) - RECORDS_OFFSET} bytes")
 
@@ -190,12 +179,17 @@ def _check_keys(view: memoryview) -> None:
 
 
 def _check_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:
-    for timestamp in (header.base_timestamp, header.max_timestamp):
+    earliest = now_ms - config.message_timestamp_before_max_ms
+    latest = now_ms + config.message_timestamp_after_max_ms
+    base, largest = header.base_timestamp, header.max_timestamp
+    if earliest <= base <= latest and earliest <= largest <= latest:
+        return  # the common case, decided without a loop
+    for timestamp in (base, largest):
         if timestamp == NO_TIMESTAMP:
             continue
-        if timestamp < now_ms - config.message_timestamp_before_max_ms:
+        if timestamp < earliest:
             raise InvalidTimestampError(f"timestamp {timestamp} is more than message.timestamp.before.max.ms "
                                         f"before the broker's time {now_ms}")
-        if timestamp > now_ms + config.message_timestamp_after_max_ms:
+        if timestamp > latest:
             raise InvalidTimestampError(f"timestamp {timestamp} is more than message.timestamp.after.max.ms "
                                         f"after the broker's time {now_ms}")

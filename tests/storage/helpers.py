@@ -78,11 +78,15 @@ def abandon(log: Log) -> None:
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_and_kill(module: str, args: list, acks_before_kill: int) -> list[tuple[int, ...]]:
+def run_and_kill(module: str, args: list, acks_before_kill: int, *,
+                 one_in_flight: bool = False) -> list[tuple[int, ...]]:
     """Run `python -m module args...` (a writer printing one line of integers per acknowledged append), read
-    `acks_before_kill` of those lines, then SIGKILL it; returns what it acknowledged."""
+    `acks_before_kill` of those lines, then SIGKILL it; returns what it acknowledged. With `one_in_flight` the
+    writer waits for a line on its stdin before each next append, which this sends after reading each
+    acknowledgement: like a producer with one request in flight, it is never more than one append ahead of the
+    acknowledgements read, however slowly they are read on a loaded machine."""
     child = subprocess.Popen([sys.executable, "-m", module, *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, stdin=subprocess.PIPE if one_in_flight else None, text=True)
     acks = []
     try:
         while len(acks) < acks_before_kill:
@@ -90,9 +94,16 @@ def run_and_kill(module: str, args: list, acks_before_kill: int) -> list[tuple[i
             if not line:
                 raise AssertionError(f"writer exited early: {child.stderr.read()}")
             acks.append(tuple(map(int, line.split())))
+            if one_in_flight:
+                child.stdin.write("\n")
+                child.stdin.flush()
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-        child.stdout.close()
-        child.stderr.close()
+        for stream in (child.stdin, child.stdout, child.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except BrokenPipeError:  # the killed writer's stdin, with a line it never read
+                    pass
     return acks

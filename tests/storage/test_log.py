@@ -7,14 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from compatbroker.protocol.records.batch import (LOG_APPEND_TIME, build_batch, iter_batches, read_batch_header,
-                                                 validate_batch)
+from compatbroker.protocol.records.batch import (ATTRIBUTES_OFFSET, CRC_OFFSET, LOG_APPEND_TIME, batch_crc,
+                                                 build_batch, iter_batches, read_batch_header, validate_batch)
 from compatbroker.protocol.records.compression import Compression
 from compatbroker.protocol.records.control import ControlRecordType, build_control_batch
 from compatbroker.protocol.records.legacy import build_message_set
 from compatbroker.storage.errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError,
                                          MessageTooLargeError, OffsetOutOfRangeError, PolicyViolationError,
-                                         RecordListTooLargeError)
+                                         RecordListTooLargeError, UnsupportedCompressionTypeError)
 from compatbroker.storage.log_config import LogConfig
 from compatbroker.storage.time_index import TimestampOffset
 
@@ -444,65 +444,84 @@ def test_default_segment_config_accepts_a_batch(tmp_path):
     log.close()
 
 
-class _CountingExecutor(ThreadPoolExecutor):
-    """A one-worker executor that counts the jobs it was given (to prove which appends overlapped their CRC)."""
-
-    def __init__(self):
-        super().__init__(max_workers=1)
-        self.jobs = 0
-
-    def submit(self, *args, **kwargs):
-        self.jobs += 1
-        return super().submit(*args, **kwargs)
-
-
 LARGE = dataclasses.replace(SMALL, segment_bytes=1 << 20, max_message_bytes=1 << 20, segment_index_bytes=1 << 16)
 
 
 def _large_batch(fill: int, *, timestamp=NOW) -> bytes:
-    return batch([bytes([fill]) * 1000] * 700, timestamp=timestamp)  # about 700 KiB: above the overlap threshold
+    return batch([bytes([fill]) * 1000] * 700, timestamp=timestamp)  # about 700 KiB
 
 
-def test_large_appends_check_their_crc_beside_the_write(tmp_path):
-    with _CountingExecutor() as executor:
-        log = open_log(tmp_path, LARGE, crc_executor=executor)
-        log.append(batch([b"small"]), leader_epoch=0, now_ms=NOW)
-        assert executor.jobs == 0  # small payloads check inline
-        result = log.append(memoryview(_large_batch(1)), leader_epoch=0, now_ms=NOW)
-        assert executor.jobs == 1 and (result.base_offset, result.last_offset) == (1, 700)
-        _, (header, stored) = batches_of(all_bytes(log))
-        validate_batch(stored)
-        assert stored[16:] == _large_batch(1)[16:] and header.base_offset == 1
-        log.close()
+def test_a_payload_is_written_as_given_with_its_offsets(tmp_path):
+    """The request frame is only lent to the append: a new 16-byte prefix (base offset, length, leader epoch) is
+    written before the frame's own bytes, the frame is left unchanged, and the stored CRC still holds."""
+    log = open_log(tmp_path, LARGE)
+    log.append(batch([b"small"]), leader_epoch=0, now_ms=NOW)
+    payload = bytearray(_large_batch(1))  # writable, as a large frame's buffer is
+    result = log.append(memoryview(payload), leader_epoch=3, now_ms=NOW)
+    assert (result.base_offset, result.last_offset) == (1, 700)
+    _, (header, stored) = batches_of(all_bytes(log))
+    validate_batch(stored)
+    assert stored[16:] == payload[16:] and (header.base_offset, header.partition_leader_epoch) == (1, 3)
+    assert bytes(payload[:8]) == bytes(8)  # the caller's buffer is left as it was
+    log.close()
 
 
 @pytest.mark.parametrize("needs_roll", [False, True])
 def test_a_large_append_with_a_bad_crc_leaves_the_log_as_it_was(tmp_path, needs_roll):
-    with _CountingExecutor() as executor:
-        log = open_log(tmp_path, LARGE, crc_executor=executor)
-        log.append(_large_batch(1) if needs_roll else batch([b"before"]), leader_epoch=0, now_ms=NOW)
-        log.flush()
-        before, end = directory_snapshot(tmp_path), log.log_end_offset
-        with pytest.raises(CorruptMessageError):
-            log.append(corrupt_crc(_large_batch(2)), leader_epoch=0, now_ms=NOW)
-        assert executor.jobs == 2 - (not needs_roll)
-        assert directory_snapshot(tmp_path) == before  # bytes written beside the CRC check were cut off again
-        assert log.log_end_offset == end and len(log.segments) == 1
-        assert log.append(_large_batch(3), leader_epoch=0, now_ms=NOW).base_offset == end
-        assert records_of(all_bytes(log))[-1] == (end + 699, None, bytes([3]) * 1000)
-        assert len(log.segments) == 1 + needs_roll  # a second large batch does not fit the first's segment
-        log.close()
+    log = open_log(tmp_path, LARGE)
+    log.append(_large_batch(1) if needs_roll else batch([b"before"]), leader_epoch=0, now_ms=NOW)
+    log.flush()
+    before, end = directory_snapshot(tmp_path), log.log_end_offset
+    with pytest.raises(CorruptMessageError):
+        log.append(corrupt_crc(_large_batch(2)), leader_epoch=0, now_ms=NOW)
+    assert directory_snapshot(tmp_path) == before  # nothing written, no segment rolled
+    assert log.log_end_offset == end and len(log.segments) == 1
+    assert log.append(_large_batch(3), leader_epoch=0, now_ms=NOW).base_offset == end
+    assert records_of(all_bytes(log))[-1] == (end + 699, None, bytes([3]) * 1000)
+    assert len(log.segments) == 1 + needs_roll  # a second large batch does not fit the first's segment
+    log.close()
 
 
-def test_a_deferred_crc_keeps_kafkas_error_order(tmp_path):
-    """A batch that is both corrupt and too far in the future is CORRUPT_MESSAGE (the CRC is checked first), as
-    when the CRC runs inline: a client retries the first and gives up on the second."""
-    with _CountingExecutor() as executor:
-        log = open_log(tmp_path, dataclasses.replace(LARGE, message_timestamp_after_max_ms=1000),
-                       crc_executor=executor)
-        with pytest.raises(CorruptMessageError):
-            log.append(corrupt_crc(_large_batch(1, timestamp=NOW + 10**9)), leader_epoch=0, now_ms=NOW)
-        with pytest.raises(InvalidTimestampError):
-            log.append(_large_batch(1, timestamp=NOW + 10**9), leader_epoch=0, now_ms=NOW)
-        assert log.log_end_offset == 0 and log.size == 0
-        log.close()
+def test_a_short_write_is_resumed(tmp_path, monkeypatch):
+    """pwritev may write less than asked: the append writes the rest, and the log holds what one write would."""
+    log = open_log(tmp_path, LARGE)
+    real, calls = os.pwritev, []
+
+    def short_first(fd, buffers, position):
+        calls.append(position)
+        if len(calls) == 1:  # the first write stops inside the second buffer
+            return real(fd, [b"".join(bytes(buffer) for buffer in buffers)[:20]], position)
+        return real(fd, buffers, position)
+
+    monkeypatch.setattr(os, "pwritev", short_first)
+    result = log.append(memoryview(_large_batch(4)), leader_epoch=0, now_ms=NOW)
+    monkeypatch.undo()
+    assert len(calls) >= 2 and (result.base_offset, result.last_offset) == (0, 699)
+    [(header, stored)] = batches_of(all_bytes(log))
+    validate_batch(stored)
+    assert stored[16:] == _large_batch(4)[16:] and header.base_offset == 0 and log.size == len(stored)
+    log.close()
+
+
+def test_an_unknown_codec_is_refused(tmp_path):
+    """Codec ids 5-7 are none of Kafka's: UNSUPPORTED_COMPRESSION_TYPE, even with a CRC that matches."""
+    log = open_log(tmp_path)
+    data = bytearray(batch([b"v"]))
+    data[ATTRIBUTES_OFFSET + 1] |= 5
+    struct.pack_into(">I", data, CRC_OFFSET, batch_crc(data, len(data)))
+    with pytest.raises(UnsupportedCompressionTypeError):
+        log.append(bytes(data), leader_epoch=0, now_ms=NOW)
+    assert log.log_end_offset == 0 and log.size == 0
+    log.close()
+
+
+def test_a_bad_crc_comes_before_a_bad_timestamp(tmp_path):
+    """A batch that is both corrupt and too far in the future is CORRUPT_MESSAGE (Kafka checks the CRC first): a
+    client retries the first and gives up on the second."""
+    log = open_log(tmp_path, dataclasses.replace(LARGE, message_timestamp_after_max_ms=1000))
+    with pytest.raises(CorruptMessageError):
+        log.append(corrupt_crc(_large_batch(1, timestamp=NOW + 10**9)), leader_epoch=0, now_ms=NOW)
+    with pytest.raises(InvalidTimestampError):
+        log.append(_large_batch(1, timestamp=NOW + 10**9), leader_epoch=0, now_ms=NOW)
+    assert log.log_end_offset == 0 and log.size == 0
+    log.close()

@@ -169,22 +169,20 @@ def test_unknown_producer_must_start_at_sequence_zero(tmp_path):
     log.close()
 
 
-def test_a_deferred_crc_is_reported_before_a_producer_verdict(tmp_path):
-    """Large payloads check their CRC beside the write; a corrupt retry or zombie still answers CORRUPT_MESSAGE, as
-    Kafka, which checks CRCs before producer state."""
+def test_a_bad_crc_is_reported_before_a_producer_verdict(tmp_path):
+    """A corrupt retry or zombie answers CORRUPT_MESSAGE, as in Kafka, which checks CRCs before producer state."""
     config = dataclasses.replace(SMALL, segment_bytes=1 << 20, max_message_bytes=1 << 20,
                                  segment_index_bytes=1 << 16)
     large = idem(1, 0, 700, size=1000)
-    with ThreadPoolExecutor(max_workers=1) as executor:
-        log = open_log(tmp_path, config, crc_executor=executor)
-        append(log, large)
-        for payload in (corrupt_crc(large), corrupt_crc(idem(1, 700, 700, epoch=-2, size=1000))):
-            with pytest.raises(CorruptMessageError):
-                append(log, payload)
-        assert append(log, large).duplicate
-        with pytest.raises(InvalidProducerEpochError):
-            append(log, idem(1, 700, 700, epoch=-2, size=1000))
-        log.close()
+    log = open_log(tmp_path, config)
+    append(log, large)
+    for payload in (corrupt_crc(large), corrupt_crc(idem(1, 700, 700, epoch=-2, size=1000))):
+        with pytest.raises(CorruptMessageError):
+            append(log, payload)
+    assert append(log, large).duplicate
+    with pytest.raises(InvalidProducerEpochError):
+        append(log, idem(1, 700, 700, epoch=-2, size=1000))
+    log.close()
 
 
 # --- restarts ------------------------------------------------------------------------------------------------------
@@ -424,20 +422,23 @@ def writer_main(data_dir: str, round_number: int, first: int) -> None:
         flusher.submit(log.flush).result()
         sys.stdout.write(f"{n} {result.base_offset}\n")
         sys.stdout.flush()
+        if not sys.stdin.readline():  # the producer read the acknowledgement: one batch in flight, as it models
+            return
         n += 1
 
 
 def _run_and_kill(data_dir: str, round_number: int, first: int, acks_before_kill: int) -> list[tuple[int, int]]:
     """Start a writer, read `acks_before_kill` acknowledgements, SIGKILL it; return what it acknowledged."""
-    return run_and_kill("tests.storage.test_log_idempotence", [data_dir, round_number, first], acks_before_kill)
+    return run_and_kill("tests.storage.test_log_idempotence", [data_dir, round_number, first], acks_before_kill,
+                        one_in_flight=True)
 
 
 def test_after_a_sigkill_the_last_acknowledged_batch_is_still_a_duplicate(tmp_path):
     """The producer half: after each kill, the log holds every batch once, in order, the acknowledged ones at their
-    acknowledged offsets (the writer may have got further than the acknowledgements read before the kill); a
-    retry of the last acknowledged batch is a duplicate with its offsets, as is a retry of the batch that was in
-    flight when it reached the log before the kill (else it is written once). The broker's restarts alternate
-    between clean and unclean."""
+    acknowledged offsets (the writer may have got one batch further than the acknowledgements read before the
+    kill: the producer it models has one batch in flight); a retry of the last acknowledged batch is a duplicate
+    with its offsets, as is a retry of the batch that was in flight when it reached the log before the kill (else
+    it is written once). The broker's restarts alternate between clean and unclean."""
     rng = random.Random(20261207)
     data_dir = str(tmp_path / "data")
     acked: dict[int, int] = {}

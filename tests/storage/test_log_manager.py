@@ -126,11 +126,10 @@ def test_delete_records_is_checkpointed_at_once(tmp_path):
     again.shutdown()
 
 
-def test_large_appends_through_the_manager_use_its_crc_worker(tmp_path):
+def test_large_appends_through_the_manager(tmp_path):
     manager = LogManager(str(tmp_path), broker_properties={"log.message.timestamp.after.max.ms": str(2**62)})
     manager.startup(NOW)
     log = manager.create_log("big", 0, now_ms=NOW)
-    assert log.crc_executor is manager.crc_executor
     payload = batch([b"p" * 1000] * 600)
     assert log.append(payload, leader_epoch=0, now_ms=NOW).last_offset == 599
     assert log.read_bytes(0, 1 << 20)[16:] == payload[16:]

@@ -73,10 +73,10 @@ def test_several_uncompressed_batches_of_one_payload_are_each_compressed():
     assert [decoded(bytes(batch.view))[0][3] for batch in checked] == [b"1", b"2"]
 
 
-def test_a_bad_crc_is_refused_even_when_the_caller_defers_the_crc_check():
+def test_a_bad_crc_is_refused_before_recompression():
     config = dataclasses.replace(SMALL, compression_type="gzip", segment_bytes=1 << 20)
     with pytest.raises(CorruptMessageError):
-        validate_records(corrupt_crc(producer_batch(Compression.NONE)), config, NOW, check_crc=False)
+        validate_records(corrupt_crc(producer_batch(Compression.NONE)), config, NOW)
 
 
 def test_a_batch_too_large_once_decompressed_is_refused():

@@ -65,6 +65,8 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
 _INT32_MAX = 2**31 - 1
+_CODECS = tuple(Compression)  # by id: a tuple index is cheaper than the enum's lookup, once per batch per append
+assert all(kind == index for index, kind in enumerate(_CODECS))
 
 
 class BatchHeader:
@@ -93,7 +95,8 @@ class BatchHeader:
 
     @property
     def compression(self):
-        return codec(self.attributes & CODEC_MASK)
+        kind = self.attributes & CODEC_MASK
+        return _CODECS[kind] if kind < len(_CODECS) else codec(kind)  # codec() raises for an unknown id
 
     @property
     def timestamp_type(self):
@@ -224,19 +227,19 @@ def validate_batch(buf, *, deep=False, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE):
     return header
 
 
-def check_batch_fields(view, header: BatchHeader, *, check_crc: bool = True) -> None:
-    """The batch-level checks of `validate_batch`, without walking the records: the CRC (unless the caller checks
-    it elsewhere), recordsCount at least 1 and agreeing with lastOffsetDelta, and no compressed control batch."""
-    if check_crc:
-        crc = batch_crc(view, header.size)
-        if crc != header.crc:
-            raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
-    if header.count < 0:
-        raise CorruptRecordError(f"negative record count {header.count}")
-    if header.count == 0 or header.last_offset_delta != header.count - 1:
-        raise InvalidRecordError(
-            f"record count {header.count} disagrees with last offset delta {header.last_offset_delta}")
-    if header.is_control and header.compression != Compression.NONE:
+def check_batch_fields(view, header: BatchHeader) -> None:
+    """The batch-level checks of `validate_batch`, without walking the records: the CRC (one pass over the bytes,
+    the only one on the produce path), recordsCount at least 1 and agreeing with lastOffsetDelta, and no compressed
+    control batch. `view` is a memoryview of the whole batch."""
+    crc = crc32c(view[ATTRIBUTES_OFFSET:header.batch_length + LOG_OVERHEAD])
+    if crc != header.crc:
+        raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
+    count = header.count
+    if count < 0:
+        raise CorruptRecordError(f"negative record count {count}")
+    if count == 0 or header.last_offset_delta != count - 1:
+        raise InvalidRecordError(f"record count {count} disagrees with last offset delta {header.last_offset_delta}")
+    if header.attributes & CONTROL_MASK and header.compression != Compression.NONE:
         raise InvalidRecordError("control batches must not be compressed")
 
 
