@@ -106,8 +106,9 @@ MAX_VERSION = 13
 ADMIN_CLIENT_ID = "__admin_client"  # the one client id Kafka lets write to internal topics
 _MIN_BATCH_LENGTH = 14  # Kafka refuses a batch whose length field is below the smallest legacy message
 _INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">h")
 _PRODUCER = struct.Struct(">qh")  # producer id, producer epoch
+_ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # the int16 attributes are big-endian: codec and flags are here
+_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 FIRST_VERSION_WITH_TRANSACTION_ABORTABLE = 11
 FIRST_TRANSACTION_V2_VERSION = 12  # Kafka: ProduceRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2 is 11
 NOT_IN_TRANSACTION = "Partition was not added to the transaction"
@@ -144,22 +145,23 @@ async def handle(ctx: RequestContext, request) -> ProduceResponse | None:
     broker = ctx.broker
     now_ms = broker.now_ms()
     producer = _transactional_producer(ctx, request)
+    refused = producer if isinstance(producer, ErrorCode) else None  # the whole request's error
     names = [_topic_name(broker, topic_data, version) for topic_data in request.topic_data]
-    denied = _unwritable_topics(ctx, names) if not isinstance(producer, ErrorCode) else _NOTHING
+    denied = _unwritable_topics(ctx, names) if refused is None else _NOTHING
     appended = []
     waiting = []
     responses = []
     for topic_data, name in zip(request.topic_data, names):
         partitions = []
         for partition_data in topic_data.partition_data:
-            if isinstance(producer, ErrorCode):
-                response, written = _error(partition_data.index, producer), None
+            if refused is not None:
+                response, written = _error(partition_data.index, refused), None
             elif denied and name in denied:
                 response, written = _error(partition_data.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED), None
             else:
                 response, written = _produce_partition(ctx, request, name, partition_data, now_ms, producer)
-            if isinstance(response, _Waiting):
-                waiting.append((response, partitions, len(partitions)))
+                if response.__class__ is _Waiting:
+                    waiting.append((response, partitions, len(partitions)))
             partitions.append(response)
             if written is not None:
                 appended.append(written)
@@ -167,13 +169,18 @@ async def handle(ctx: RequestContext, request) -> ProduceResponse | None:
                                        partition_responses=partitions))
     if waiting:
         await _append_verified(ctx, request, waiting, producer, appended)
+    due = _flush_due(appended)  # Kafka flushes inside its append: most often there is nothing to flush
     if request.acks == 0:
         _fail_silently_on_error(ctx, responses)
-        _flush_in_background(broker, appended)
+        if due:
+            _flush_in_background(broker, due)
         return None
-    await _make_durable(broker, appended)
+    if due:
+        await broker.make_durable(due)  # off the event loop, before answering
     if request.acks == -1:
-        await _wait_for_isr(broker, appended, request.timeout_ms)
+        waits = [written for written in appended if _has_followers(broker, written.log)]
+        if waits:
+            await _wait_for_isr(broker, waits, request.timeout_ms)
     return ProduceResponse(responses=responses, throttle_time_ms=0,
                            node_endpoints=_leader_hints(ctx, responses) if version >= 10 else [])
 
@@ -205,7 +212,9 @@ def _produce_partition(ctx: RequestContext, request, name: str | None, partition
     version, index = ctx.api_version, partition_data.index
     if name is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_ID), None
-    if not ctx.broker.has_partition(name, index):
+    broker = ctx.broker
+    state = broker.partition_state(name, index)
+    if state is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     records = partition_data.records if partition_data.records is not None else b""
     if version >= 3:
@@ -213,34 +222,37 @@ def _produce_partition(ctx: RequestContext, request, name: str | None, partition
         if problem is not None:
             return _error(index, problem), None
     if producer is not None and _is_transactional(records):
-        not_leader = replica_error(ctx.broker, name, index, None, require_leader=True)
+        not_leader = replica_error(broker, name, index, None, require_leader=True)
         if not_leader is not None:  # Kafka asks the leader's partition before the coordinator
             return _error(index, not_leader), None
-        log_ = ctx.broker.get_log(name, index)
+        log_ = broker.get_log(name, index)
         if _needs_verification(ctx, log_, producer):
             return _Waiting(ctx, log_, records, index, producer), None  # verified before acks, as in Kafka
-    return _checked_append(ctx, request, name, records, index, now_ms)
+    return _checked_append(ctx, request, name, records, index, now_ms, state)
 
 
-def _checked_append(ctx: RequestContext, request, topic: str, records, index: int, now_ms: int):
+def _checked_append(ctx: RequestContext, request, topic: str, records, index: int, now_ms: int, state=None):
     """Kafka's checks before an append (ReplicaManager.appendToLocalLog, Partition.appendRecordsToLeader), then
     the append. Counted in the topic's TotalProduceRequests once the acks are valid, as Kafka counts it; refused
-    for a too small ISR, in its FailedProduceRequests too."""
-    if request.acks not in (-1, 0, 1):
+    for a too small ISR, in its FailedProduceRequests too. `state`: the partition's, when the caller has just
+    looked it up (None: look it up here, as after an await)."""
+    acks = request.acks
+    if acks not in (-1, 0, 1):
         return _error(index, ErrorCode.INVALID_REQUIRED_ACKS), None
-    stats = ctx.broker.metrics.topic(topic)
+    broker = ctx.broker
+    stats = broker.metrics.topic(topic)
     stats.produce_requests += 1
     if topic_names.is_internal(topic) and ctx.client_id != ADMIN_CLIENT_ID:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
-    broker = ctx.broker
-    not_leader = replica_error(broker, topic, index, None, require_leader=True)
-    if not_leader is not None:
-        return _error(index, not_leader), None
+    if state is None:
+        state = broker.partition_state(topic, index)
     log_ = broker.get_log(topic, index)
-    if request.acks == -1 and _isr_too_small(broker.partition_state(topic, index), log_):
+    if state is None or log_ is None or state.leader != broker.node_id:  # replica_error says which
+        return _error(index, replica_error(broker, topic, index, None, require_leader=True)), None
+    if acks == -1 and _isr_too_small(state, log_):
         stats.failed_produce_requests += 1
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, log_start_offset=log_.log_start_offset), None
-    return _append(ctx, log_, records, index, now_ms, stats)
+    return _append(ctx, log_, records, index, now_ms, stats, state.leader_epoch)
 
 
 def _isr_too_small(state, log_) -> bool:
@@ -377,13 +389,13 @@ def _append_order(broker) -> _AppendOrder:
     return order
 
 
-def _append(ctx: RequestContext, log_, records, index: int, now_ms: int, stats):
+def _append(ctx: RequestContext, log_, records, index: int, now_ms: int, stats, leader_epoch: int):
     """The append, counted in the topic's stats (`stats`) as Kafka's BrokerTopicMetrics count it: bytes and
     records in once appended (a retried duplicate too), a failure unless it is one Kafka expects (see
     `_EXPECTED_FAILURES`)."""
     broker = ctx.broker
     try:
-        result = log_.append(records, leader_epoch=broker.leader_epoch(log_.topic, index), now_ms=now_ms)
+        result = log_.append(records, leader_epoch=leader_epoch, now_ms=now_ms)
     except StorageError as exc:
         if exc.error_code not in _EXPECTED_FAILURES:
             stats.failed_produce_requests += 1
@@ -431,7 +443,7 @@ def _error(index: int, code: ErrorCode, *, log_start_offset: int | None = None):
 
 def _check_single_batch(records, version: int) -> ErrorCode | None:
     """Kafka's rules for v3+ payloads: exactly one complete magic 2 batch, not zstd before v7."""
-    view = memoryview(records).cast("B")
+    view = records  # bytes, or a byte view of the request frame
     length = _batch_length(view, 0)
     if isinstance(length, ErrorCode):
         return length
@@ -439,8 +451,7 @@ def _check_single_batch(records, version: int) -> ErrorCode | None:
         return ErrorCode.INVALID_RECORD  # no complete batch at all
     if view[MAGIC_OFFSET] != MAGIC:
         return ErrorCode.INVALID_RECORD
-    codec = _INT16.unpack_from(view, ATTRIBUTES_OFFSET)[0] & CODEC_MASK
-    if version < 7 and codec == Compression.ZSTD:
+    if version < 7 and view[_ATTRIBUTES_LOW_BYTE] & CODEC_MASK == Compression.ZSTD:
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     following = _batch_length(view, LOG_OVERHEAD + length)
     if isinstance(following, ErrorCode):
@@ -450,10 +461,10 @@ def _check_single_batch(records, version: int) -> ErrorCode | None:
 
 def _is_transactional(records) -> bool:
     """Is the payload's (first) batch transactional? Only magic 2 batches can be; v3+ payloads hold one batch. A
-    batch too short to name its producer is left for storage to refuse as corrupt."""
-    view = memoryview(records).cast("B")
-    return (len(view) >= PRODUCER_EPOCH_OFFSET + 2 and view[MAGIC_OFFSET] == MAGIC
-            and bool(_INT16.unpack_from(view, ATTRIBUTES_OFFSET)[0] & TRANSACTIONAL_MASK))
+    batch too short to name its producer is left for storage to refuse as corrupt. `records` is bytes or a view
+    of the request frame: indexing either gives a byte."""
+    return (len(records) >= PRODUCER_EPOCH_OFFSET + 2 and records[MAGIC_OFFSET] == MAGIC
+            and bool(records[_ATTRIBUTES_LOW_BYTE] & TRANSACTIONAL_MASK))
 
 
 def _batch_length(view: memoryview, position: int) -> int | ErrorCode | None:
@@ -509,19 +520,9 @@ def _fail_silently_on_error(ctx: RequestContext, responses) -> None:
                                           "closing the connection so the producer notices")
 
 
-async def _make_durable(broker, appended: list) -> None:
-    """Run the fsync that the flush policy asked for (`flush.messages` reached) before answering, off the event
-    loop. With Kafka's defaults nothing is due: durability is left to the page cache and recovery, as in Kafka."""
-    due = _flush_due(appended)
-    if due:
-        await broker.make_durable(due)
-
-
-def _flush_in_background(broker, appended: list) -> None:
-    due = _flush_due(appended)
-    if due:
-        task = asyncio.get_running_loop().create_task(broker.make_durable(due))
-        task.add_done_callback(_log_flush_failure)
+def _flush_in_background(broker, due: list) -> None:
+    task = asyncio.get_running_loop().create_task(broker.make_durable(due))
+    task.add_done_callback(_log_flush_failure)
 
 
 def _log_flush_failure(task) -> None:
@@ -530,6 +531,10 @@ def _log_flush_failure(task) -> None:
 
 
 def _flush_due(appended: list) -> list:
+    """The logs whose flush policy asked for an fsync (`flush.messages` reached), to run before answering. With
+    Kafka's defaults none: durability is left to the page cache and recovery, as in Kafka."""
+    if not any(written.flush_needed for written in appended):
+        return []
     return list({id(written.log): written.log for written in appended if written.flush_needed}.values())
 
 
@@ -544,12 +549,9 @@ class _Written(NamedTuple):
     response: object
 
 
-async def _wait_for_isr(broker, appended: list, timeout_ms: int) -> None:
-    """acks=all: each partition with followers answers once its high watermark reaches the append (Kafka's
-    DelayedProduce, with the request's timeout); a partition of one replica has nothing to wait for."""
-    waits = [written for written in appended if _has_followers(broker, written.log)]
-    if not waits:
-        return
+async def _wait_for_isr(broker, waits: list, timeout_ms: int) -> None:
+    """acks=all: each partition with followers (`waits`) answers once its high watermark reaches the append
+    (Kafka's DelayedProduce, with the request's timeout); a partition of one replica has nothing to wait for."""
     replication = broker.cluster.replication
     broker.metrics.produce_waiting += 1  # Kafka's Produce purgatory
     try:
@@ -571,11 +573,13 @@ def _has_followers(broker, log_) -> bool:
 def _leader_hints(ctx: RequestContext, responses) -> list:
     """KIP-951 (v10+): each NOT_LEADER_OR_FOLLOWER partition names the leader this node knows, and the response
     carries the endpoints of those leaders."""
+    if not any(partition.error_code == _NOT_LEADER for topic in responses for partition in topic.partition_responses):
+        return []
     endpoints = {}
     for topic in responses:
         name = topic.name if ctx.api_version < 13 else _name_of(ctx.broker, topic.topic_id)
         for partition in topic.partition_responses:
-            if partition.error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            if partition.error_code != _NOT_LEADER:
                 continue
             hint = leader_hint(ctx, name, partition.index)
             partition.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=hint.leader_id,

@@ -9,7 +9,7 @@ import pytest
 from compatbroker.handlers import produce
 from compatbroker.protocol.error_codes import ErrorCode
 from compatbroker.protocol.messages import ProduceRequest
-from compatbroker.protocol.records.batch import CRC_OFFSET, build_batch
+from compatbroker.protocol.records.batch import CRC_OFFSET, build_batch, read_batch_header
 from compatbroker.protocol.records.compression import Compression
 from compatbroker.protocol.records.legacy import encode_messages
 
@@ -69,6 +69,16 @@ async def test_v3_and_later_append_one_batch(broker, version):
     assert second.log_append_time_ms == -1
     assert [r.value for r in records_of(broker.get_log("t", 1).read_bytes(0, 1 << 20))] == [b"x", b"y", b"z"]
     assert broker.get_log("t", 0).log_end_offset == 0
+
+
+async def test_appends_carry_the_partitions_leader_epoch(broker):
+    broker.create_topic("t", 1)
+    broker.partition_state("t", 0).leader_epoch = 7  # as a leader election leaves it
+    answer = await produce_one(broker, 9, batch(b"v"))
+    log = broker.get_log("t", 0)
+    assert answer.error_code == 0
+    assert read_batch_header(log.read_bytes(0, 1 << 20)).partition_leader_epoch == 7
+    assert log.epochs.entries == [(7, 0)]
 
 
 async def test_v13_names_topics_by_id_and_answers_with_it(broker):
