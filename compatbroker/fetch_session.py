@@ -231,24 +231,26 @@ class IncrementalContext(FetchContext):
     def __init__(self, session: FetchSession):
         self.session = session
         self.expected_epoch = session.epoch
+        # (key, CachedPartition) in fetch order: the results come back in this order, so no key is computed again.
+        # Only a request of this session changes its partitions, and that also changes its epoch.
+        self._cached = list(session.partitions.items())
 
     def partitions(self):
-        return [cached.request for cached in self.session.partitions.values()]
+        return [cached.request for _, cached in self._cached]
 
     def respond(self, results, now_ms):
         session = self.session
         if session.epoch != self.expected_epoch:  # another request of this session got in first
             return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, []
         selected = []
-        for result in results:
-            request, data = result[0], result[1]
-            key = request.key(session.uses_topic_ids)
-            cached = session.partitions.get(key)
-            if cached is None or not cached.must_respond(data, update=True):
+        partitions = session.partitions
+        for (key, cached), result in zip(self._cached, results):
+            data = result[1]
+            if not cached.must_respond(data, update=True):
                 continue
             selected.append(result)
             if len(data.records or b"") > 0:  # partitions that got data go last next time, so none starves
-                session.partitions[key] = session.partitions.pop(key)
+                partitions[key] = partitions.pop(key)
         return NONE, session.id, selected
 
 

@@ -393,3 +393,17 @@ def test_a_session_id_that_no_longer_names_the_topic(three):
     current = PartitionRequest(topic="t", topic_id=three.topic("t").topic_id, partition=0, fetch_offset=0,
                                partition_max_bytes=100)
     assert fetch._partition_problem(three, current, state, log, limits) is None
+
+
+@pytest.mark.parametrize("isolation_level", [0, 1])
+async def test_a_caught_up_partition_answers_what_a_read_of_the_log_answers(three, isolation_level):
+    """A fetch at the offset where reading stops answers without reading the log: the same offsets, no records, and
+    for read_committed an empty list of aborted transactions, as `Log.read` gives."""
+    log = three.get_log("t", 0)
+    raw, decoded = await fetch_one(three, 12, offset=log.high_watermark, isolation_level=isolation_level)
+    read = log.read(log.high_watermark, 1 << 20, aborted=isolation_level == 1)
+    assert read.regions == []
+    for data in (raw, decoded):
+        assert (data.error_code, data.high_watermark, data.last_stable_offset, data.log_start_offset) == (
+            0, read.high_watermark, read.last_stable_offset, read.log_start_offset)
+        assert data.aborted_transactions == read.aborted_transactions and not data.records
