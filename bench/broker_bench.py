@@ -5,37 +5,48 @@
     python bench/broker_bench.py --only startup  # one or more sections: produce,consume,backlog,startup
     python bench/broker_bench.py --dir /data     # where the data dirs go (default: the system temp dir)
     python bench/broker_bench.py --profile /tmp/prof   # also print where compatbroker's time goes (py-spy)
+    python bench/broker_bench.py --perf /tmp/perf      # ... and its CPU by DSO, symbol and syscall (perf record)
+
+bench/README.md says how to read the output and where compatbroker's CPU goes on each path, per request and per
+MB (bench/cpu_breakdown.py measures that with perf and py-spy).
 
 confluent-kafka (librdkafka) is the load generator for every figure; each broker runs in a process of its own
 (compatbroker: `python -m compatbroker serve`; the mock: bench/mock_cluster.py) and both get the same client
-configuration (bench/loadgen.py). Figures count message values: MB is 10^6 bytes of payload.
+configuration (bench/loadgen.py). Figures count message values: MB is 10^6 bytes of payload, GB 10^9.
 
 Sections and targets:
 1. produce: 100 B and 1 KiB messages round-robin over the partitions of one topic, from the first message to
-   the last acknowledgement, median of several passes. Target: compatbroker >= 0.7x the mock. compatbroker writes
+   the last acknowledgement, median of several passes. Targets: compatbroker >= 1.0x the mock at 1 KiB (0.7x at
+   100 B), and at most 0.35 broker core-seconds per GB at 1 KiB. compatbroker writes
    to the data dir's disk (no fsync, Kafka's default) where the mock keeps 5 MiB per partition in memory.
    Each pass writes a topic of its own, deleted after the pass: kept, the passes' logs pile up in the page cache
    (2.5 GB in a default run, 7 GB with --full), and on a virtual machine whose memory the hypervisor backs on
    first touch (or takes back once freed), page cache growing into such memory made the kernel's copy into it
    several times slower (measured: from the 7th pass of 500 MB on, 69% of the broker's CPU in that copy and half
    the throughput), a cost of the machine rather than of the broker. Deleting the topic frees its pages for the
-   next pass.
+   next pass. Beside the figures, not a target, the produce floor: the same bytes received over TCP loopback by a
+   plain loop that writes them to a file and runs CRC-32C over them (loadgen.produce_floor), the CPU per GB the
+   kernel needs whatever the broker does.
 2. consume: a backlog the mock can hold (it keeps 5 MiB per partition, so 4 MiB of records per partition, over
    several topics), written in full batches so that both brokers hold the same batch layout, read from the
    beginning with assign(), median of several passes. Target: >= 1.0x the mock.
-3. backlog: 64 KiB messages in one partition (256 MiB, 1 GiB with --full), consumed from the beginning, beside the
-   loopback limit: an os.sendfile of the same partition's log files over TCP loopback to a reader that discards
-   them. Target: >= 0.6x the loopback limit.
+3. backlog: 64 KiB messages in one partition (256 MiB, 1 GiB with --full), consumed from the beginning (median of
+   the passes), beside the loopback limit: an os.sendfile of the same partition's log files over TCP loopback to a
+   reader that discards them, median of 5 passes after an untimed one that warms the page cache (min, median and
+   max printed: it varies a lot on a shared machine). Targets: >= 0.6x the median loopback limit, and at most 0.15
+   broker core-seconds per GB; the loopback sender's CPU per GB is printed beside it (the kernel's cost of the
+   same bytes).
 4. startup: time from spawning `compatbroker serve` to its `listening` line (target <= 300 ms), and idle RSS
    (target <= 60 MB) with an empty data dir and with the data dir the sections above filled; RSS is taken after one
    Metadata round trip, and must not grow with the data stored (target: within 5 MB of the empty figure).
 
-Each broker's CPU time (from /proc) and the load generator's are printed beside the figures, as a share of the
+Each broker's CPU is printed beside the figures as core-seconds per GB of message values (its threads' run time
+from /proc/PID/task/*/schedstat, in ns) and, with the client's and the rest of the machine's, as a share of the
 wall time (100% = one core): a broker near 100% is the bottleneck; the client near 100% or more means the figure is
 the client's limit. The machine's cores are shared by the broker and the load generator; "kernel" is kernel
 threads (disk writeback, network softirq), partly working for them; "other" is every other process: figures taken
 while it is well above 0 are noisy. Each timed run starts after a sync, so none pays for the writeback of data an
-earlier one wrote.
+earlier one wrote. The summary (== targets) lists every verdict, with the CPU per GB of both brokers.
 """
 from __future__ import annotations
 
@@ -59,9 +70,9 @@ except ImportError:
     raise SystemExit("the broker benchmark drives confluent-kafka: /tmp/venv/bin/pip install confluent-kafka")
 from brokers import (BrokerError, BrokerProcess, CompatBroker, MockBroker, file_tail,  # noqa: E402
                      kernel_threads_seconds, machine_busy_seconds)
-from loadgen import (FILL_CONFIG, MOCK_FETCH_MAX_BYTES, LoadError, Run, consume_run,  # noqa: E402
-                     loopback_sendfile, make_producer, produce_run, watermarks)
-from profiling import profiled  # noqa: E402
+from loadgen import (FILL_CONFIG, MOCK_FETCH_MAX_BYTES, LoadError, Loopback, Run, consume_run,  # noqa: E402
+                     loopback_sendfile, make_producer, produce_floor, produce_run, watermarks)
+from profiling import PERF_INSTALL, perf, perf_recorded, profiled  # noqa: E402
 
 MiB = 1 << 20
 SECTIONS = ("produce", "consume", "backlog", "startup")
@@ -69,8 +80,18 @@ SIZES = (100, 1024)
 RECORD_OVERHEAD = 12  # bytes a v2 record adds to a small unkeyed value (length, attributes, deltas, lengths)
 MOCK_BACKLOG_PER_PARTITION = 4 * MiB  # the mock drops batches past 5 MiB per partition
 BACKLOG_MESSAGE = 64 * 1024
+BACKLOG_TOPIC = "bench-backlog"
 RSS_GROWTH_LIMIT = 5 * MiB
 TIMEOUT_S = 180.0
+# Issue 21's targets: 1 KiB produce at least the mock's throughput, at most 0.35 broker core-seconds per GB;
+# 100 B produce no worse than before (0.7x); a backlog read at most 0.15 core-seconds per GB.
+PRODUCE_VS_MOCK = {100: 0.7, 1024: 1.0}
+PRODUCE_CORE_S_PER_GB = {1024: 0.35}
+CONSUME_VS_MOCK = 1.0
+BACKLOG_VS_LOOPBACK = 0.6
+BACKLOG_CORE_S_PER_GB = 0.15
+LOOPBACK_PASSES = 5
+FLOOR_PASSES = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +121,8 @@ class Verdict:
     figure: str
     target: str
     ok: bool | None  # None: could not be measured
+    note: str = ""  # information beside the figure (the other broker's, the kernel's), not part of the verdict
+    informative: bool = False  # a figure without a target
 
 
 class Report:
@@ -110,16 +133,23 @@ class Report:
         figure = "n/a" if ratio is None else "%.3fx" % ratio
         self.verdicts.append(Verdict(name, figure, ">= %.1fx" % minimum, None if ratio is None else ratio >= minimum))
 
-    def at_most(self, name: str, value: float | None, limit: float, unit: str) -> None:
-        figure = "n/a" if value is None else "%.0f %s" % (value, unit)
-        self.verdicts.append(Verdict(name, figure, "<= %.0f %s" % (limit, unit),
-                                     None if value is None else value <= limit))
+    def at_most(self, name: str, value: float | None, limit: float, unit: str, fmt: str = "%.0f",
+                note: str = "") -> None:
+        """A figure that must not exceed `limit`; `fmt` formats both (e.g. "%.2f" for core-seconds per GB)."""
+        figure = "n/a" if value is None else (fmt + " %s") % (value, unit)
+        self.verdicts.append(Verdict(name, figure, ("<= " + fmt + " %s") % (limit, unit),
+                                     None if value is None else value <= limit, note))
+
+    def info(self, name: str, figure: str, note: str = "") -> None:
+        """A figure printed in the summary without a target."""
+        self.verdicts.append(Verdict(name, figure, "", None, note, informative=True))
 
     def print_summary(self) -> None:
         print("\n== targets")
         for v in self.verdicts:
-            state = {True: "ok", False: "MISSED", None: "NOT MEASURED"}[v.ok]
-            print("  %-44s %12s   target %-10s %s" % (v.name, v.figure, v.target, state))
+            state = "info" if v.informative else {True: "ok", False: "MISSED", None: "NOT MEASURED"}[v.ok]
+            target = "target " + v.target if v.target else ""
+            print(("  %-44s %14s   %-25s %-12s %s" % (v.name, v.figure, target, state, v.note)).rstrip())
 
 
 def section(title: str) -> None:
@@ -128,9 +158,9 @@ def section(title: str) -> None:
 
 def rate_line(label: str, result: "Measured", size: int) -> str:
     run = result.run
-    return ("  %-28s %11s msg/s %8.1f MB/s   %s"
+    return ("  %-28s %11s msg/s %8.1f MB/s   broker %.2f core-s/GB   %s"
             % (label, "{:,.0f}".format(run.messages_per_s), run.messages * size / run.seconds / 1e6,
-               result.cpu_shares()))
+               result.core_seconds_per_gb(size), result.cpu_shares()))
 
 
 @dataclasses.dataclass
@@ -141,6 +171,10 @@ class Measured:
     kernel_cpu: float  # kernel threads: disk writeback, network softirq, ... (partly on the brokers' behalf)
     other_cpu: float  # every other process on the machine: noise when it is not near 0
 
+    def core_seconds_per_gb(self, size: int) -> float:
+        """The broker's CPU seconds per 10^9 bytes of message values (`size` bytes each) the run moved."""
+        return self.broker_cpu * self.run.seconds / (self.run.messages * size / 1e9)
+
     def cpu_shares(self) -> str:
         return "cpu: broker %3.0f%%  client %3.0f%%  kernel %3.0f%%  other %3.0f%%" % (
             100 * self.broker_cpu, 100 * self.client_cpu, 100 * self.kernel_cpu, 100 * self.other_cpu)
@@ -148,7 +182,7 @@ class Measured:
 
 def measured(peer: BrokerProcess, work, *args) -> Measured:
     """Run `work(*args)` and split the machine's CPU time meanwhile between the broker, this process (the client),
-    kernel threads and everything else."""
+    kernel threads and everything else. The broker's is its threads' schedstat (ns); the rest, clock ticks."""
     before = (peer.cpu_seconds(), _own_cpu(), kernel_threads_seconds(), machine_busy_seconds())
     run = work(*args)
     after = (peer.cpu_seconds(), _own_cpu(), kernel_threads_seconds(), machine_busy_seconds())
@@ -162,18 +196,28 @@ def _own_cpu() -> float:
     return times.user + times.system
 
 
+@dataclasses.dataclass(frozen=True)
+class Profiling:
+    """What to record of compatbroker's profiled runs (the first pass of each figure); None: not recorded."""
+    py_spy_dir: Path | None = None  # --profile: py-spy's collapsed stacks
+    perf_dir: Path | None = None  # --perf: perf record's data
+    native: bool = False  # --native: py-spy samples C frames too
+
+
 class Peers:
     """The brokers still standing. A broker that fails a measurement is reported and dropped from the rest."""
 
-    def __init__(self, brokers: list[BrokerProcess], profile_dir: Path | None = None) -> None:
+    def __init__(self, brokers: list[BrokerProcess], profiling: Profiling = Profiling()) -> None:
         self.brokers = brokers
-        self.profile_dir = profile_dir  # where compatbroker's py-spy profiles go; None: not profiled
+        self.profiling = profiling
 
     def measure(self, peer: BrokerProcess, what: str, work, *args, profile: bool = True) -> Measured | None:
         """A timed run with the CPU it cost; compatbroker's runs are profiled when asked for."""
-        profile_dir = self.profile_dir if profile and peer.name == "compatbroker" else None
+        chosen = self.profiling if profile and peer.name == "compatbroker" else Profiling()
+        label = what.replace(" ", "-")
         os.sync()  # start with no dirty pages: no run pays for the writeback of the data an earlier one wrote
-        with profiled(peer.pid, profile_dir, what.replace(" ", "-")):
+        with perf_recorded(peer.pid, chosen.perf_dir, label), \
+                profiled(peer.pid, chosen.py_spy_dir, label, native=chosen.native):
             return self.attempt(peer, what, measured, peer, work, *args)
 
     def attempt(self, peer: BrokerProcess, what: str, work, *args):
@@ -206,9 +250,30 @@ def print_ratio(ratio: float | None, target: float) -> None:
         print("  %-28s %.2fx the mock (target >= %.1fx)" % ("ratio", ratio, target), flush=True)
 
 
+def report_cpu_per_gb(report: Report, what: str, figures: dict, size: int, limit: float | None = None) -> None:
+    """compatbroker's core-seconds per GB in the summary, against `limit` when there is one; the mock's beside it."""
+    compat, mock = figures.get("compatbroker"), figures.get("mock")
+    value = compat.core_seconds_per_gb(size) if compat else None
+    note = "mock %.2f core-s/GB" % mock.core_seconds_per_gb(size) if mock else ""
+    name = "%s, compatbroker CPU" % what
+    if limit is not None:
+        report.at_most(name, value, limit, "core-s/GB", fmt="%.2f", note=note)
+    else:
+        report.info(name, "n/a" if value is None else "%.2f core-s/GB" % value, note)
+
+
+def median_pass(passes: list[Loopback]) -> Loopback:
+    return sorted(passes, key=lambda p: p.seconds)[len(passes) // 2]
+
+
+def spread(passes: list[Loopback]) -> str:
+    rates = sorted(p.bytes / p.seconds / 1e6 for p in passes)
+    return "min %.0f, median %.0f, max %.0f MB/s" % (rates[0], rates[len(rates) // 2], rates[-1])
+
+
 # --- 1. produce ----------------------------------------------------------------------------------------------------
 
-def bench_produce(peers: Peers, plan: Plan, partitions: list[int], report: Report) -> None:
+def bench_produce(peers: Peers, plan: Plan, partitions: list[int], work: Path, report: Report) -> None:
     section("produce: %d partitions, acks=all, no compression, linger.ms=5, median of %d passes"
             % (len(partitions), plan.produce_passes))
     for size in SIZES:
@@ -228,9 +293,29 @@ def bench_produce(peers: Peers, plan: Plan, partitions: list[int], report: Repor
         figures = {name: median_run(found) for name, found in runs.items() if found}
         for name, result in figures.items():
             print(rate_line("%s %d B x %d" % (name, size, count), result, size), flush=True)
+        print_produce_floor(work / "produce-floor.bin", size * count, figures.get("compatbroker"), size)
         ratio = ratio_of(figures)
-        print_ratio(ratio, 0.7)
-        report.ratio("produce %d B (vs mock)" % size, ratio, 0.7)
+        print_ratio(ratio, PRODUCE_VS_MOCK[size])
+        report.ratio("produce %d B (vs mock)" % size, ratio, PRODUCE_VS_MOCK[size])
+        report_cpu_per_gb(report, "produce %d B" % size, figures, size, PRODUCE_CORE_S_PER_GB.get(size))
+
+
+def print_produce_floor(path: Path, total: int, compat: Measured | None, size: int) -> None:
+    """Not a target: what the kernel alone spends to take the same bytes in from a socket and write them to a file
+    (loadgen.produce_floor, median of FLOOR_PASSES), and how far above it compatbroker is."""
+    try:
+        floors = [produce_floor(path, total) for _ in range(FLOOR_PASSES)]
+    except (LoadError, OSError) as exc:
+        print("  produce floor failed: %s" % exc)
+        return
+    cpu = sorted(floor.cpu_per_gb() for floor in floors)
+    floor = cpu[len(cpu) // 2]
+    print("  %-28s %8.0f MB of values: %.2f core-s/GB (min %.2f, max %.2f; one thread's recv_into 1 MiB, "
+          "pwrite, crc32c; not a target)" % ("produce floor (kernel)", total / 1e6, floor, cpu[0], cpu[-1]))
+    if compat is not None:
+        mine = compat.core_seconds_per_gb(size)
+        print("  %-28s %.2f core-s/GB above the floor (%.1fx the floor)" % ("compatbroker", mine - floor, mine / floor),
+              flush=True)
 
 
 # --- 2. consume ----------------------------------------------------------------------------------------------------
@@ -265,8 +350,9 @@ def bench_consume(peers: Peers, plan: Plan, partitions: list[int], report: Repor
         for name, result in figures.items():
             print(rate_line("%s %d B x %d" % (name, size, expected[name]), result, size), flush=True)
         ratio = ratio_of(figures)
-        print_ratio(ratio, 1.0)
-        report.ratio("consume %d B (vs mock)" % size, ratio, 1.0)
+        print_ratio(ratio, CONSUME_VS_MOCK)
+        report.ratio("consume %d B (vs mock)" % size, ratio, CONSUME_VS_MOCK)
+        report_cpu_per_gb(report, "consume %d B" % size, figures, size)
 
 
 def fill_backlog(peer: BrokerProcess, topic: str, partitions: list[int], payload: bytes, count: int) -> int:
@@ -287,42 +373,56 @@ def median_run(found: list[Measured]) -> Measured:
 # --- 3. the large backlog against the loopback limit ---------------------------------------------------------------
 
 def bench_backlog(peers: Peers, plan: Plan, data_dir: Path, report: Report) -> None:
-    section("backlog: %d MiB of 64 KiB messages in one partition, best of %d passes"
-            % (plan.backlog_bytes // MiB, plan.backlog_passes))
+    section("backlog: %d MiB of 64 KiB messages in one partition, median of %d passes; the loopback limit: median "
+            "of %d on a warm page cache" % (plan.backlog_bytes // MiB, plan.backlog_passes, LOOPBACK_PASSES))
     peer = peers.get("compatbroker")
     if peer is None:
         print("  compatbroker is not running: skipped")
-        report.ratio("consume backlog (vs loopback sendfile)", None, 0.6)
+    runs = fill_and_read_backlog(peers, peer, plan) if peer else []
+    if not runs:
+        report.ratio("consume backlog (vs loopback sendfile)", None, BACKLOG_VS_LOOPBACK)
+        report.at_most("consume backlog, compatbroker CPU", None, BACKLOG_CORE_S_PER_GB, "core-s/GB", fmt="%.2f")
         return
-    topic, partition, payload = "bench-backlog", 0, os.urandom(BACKLOG_MESSAGE)
-    produced = peers.measure(peer, "produce 64 KiB", produce_run, peer.bootstrap, topic, [partition], payload,
+    segments = sorted(str(path) for path in (data_dir / ("%s-%d" % (BACKLOG_TOPIC, 0))).glob("*.log"))
+    loopback_sendfile(segments)  # untimed: reads the log files into the page cache, if not there yet
+    limits = [loopback_sendfile(segments) for _ in range(LOOPBACK_PASSES)]
+    limit = median_pass(limits)
+    kernel = limit.cpu_per_gb()
+    print("  %-28s %8.1f MB/s of log bytes (%d MiB in %d segment files; %s)   sender %.2f core-s/GB"
+          % ("loopback sendfile limit", limit.bytes / limit.seconds / 1e6, limit.bytes // MiB, len(segments),
+             spread(limits), kernel))
+    middle = median_run(runs)
+    mine = middle.core_seconds_per_gb(BACKLOG_MESSAGE)
+    print("  %-28s %8.1f MB/s of log bytes, %s msg/s   broker %.2f core-s/GB (the kernel's cost of the same "
+          "bytes: %.2f, the loopback sender's)   %s"
+          % ("compatbroker consume", limit.bytes / middle.run.seconds / 1e6,
+             "{:,.0f}".format(middle.run.messages_per_s), mine, kernel, middle.cpu_shares()))
+    ratio = limit.seconds / middle.run.seconds
+    print("  %-28s %.2fx the median loopback limit (target >= %.1fx)" % ("ratio", ratio, BACKLOG_VS_LOOPBACK),
+          flush=True)
+    report.ratio("consume backlog (vs loopback sendfile)", ratio, BACKLOG_VS_LOOPBACK)
+    report.at_most("consume backlog, compatbroker CPU", mine, BACKLOG_CORE_S_PER_GB, "core-s/GB", fmt="%.2f",
+                   note="kernel (loopback sender) %.2f core-s/GB" % kernel)
+
+
+def fill_and_read_backlog(peers: Peers, peer: BrokerProcess, plan: Plan) -> list[Measured]:
+    """Write the backlog to compatbroker, then read it from the beginning backlog_passes times; the passes that
+    completed (none if the fill failed)."""
+    payload = os.urandom(BACKLOG_MESSAGE)
+    produced = peers.measure(peer, "produce 64 KiB", produce_run, peer.bootstrap, BACKLOG_TOPIC, [0], payload,
                              plan.backlog_bytes // BACKLOG_MESSAGE - 1, TIMEOUT_S)
     if produced is None:
-        report.ratio("consume backlog (vs loopback sendfile)", None, 0.6)
-        return
+        return []
     print(rate_line("produce 64 KiB (to fill)", produced, BACKLOG_MESSAGE))
     expected = plan.backlog_bytes // BACKLOG_MESSAGE
     runs = []
     for i in range(plan.backlog_passes):
-        result = peers.measure(peer, "consume backlog", consume_run, peer.bootstrap, [(topic, partition)],
+        result = peers.measure(peer, "consume backlog", consume_run, peer.bootstrap, [(BACKLOG_TOPIC, 0)],
                                expected, TIMEOUT_S, 256, profile=i == 0)
         if result is None:
             break
         runs.append(result)
-    segments = sorted(str(path) for path in (data_dir / ("%s-%d" % (topic, partition))).glob("*.log"))
-    limits = [loopback_sendfile(segments) for _ in range(plan.backlog_passes)]
-    log_bytes, limit_s = min(limits, key=lambda limit: limit[1])
-    print("  %-28s %8.1f MB/s of log bytes (%d MiB in %d segment files)"
-          % ("loopback sendfile limit", log_bytes / limit_s / 1e6, log_bytes // MiB, len(segments)))
-    ratio = None
-    if runs:
-        best = min(runs, key=lambda m: m.run.seconds)
-        print("  %-28s %8.1f MB/s of log bytes, %s msg/s   %s"
-              % ("compatbroker consume", log_bytes / best.run.seconds / 1e6,
-                 "{:,.0f}".format(best.run.messages_per_s), best.cpu_shares()))
-        ratio = limit_s / best.run.seconds
-        print("  %-28s %.2fx the loopback limit (target >= 0.6x)" % ("ratio", ratio), flush=True)
-    report.ratio("consume backlog (vs loopback sendfile)", ratio, 0.6)
+    return runs
 
 
 # --- 4. startup and idle memory ------------------------------------------------------------------------------------
@@ -437,7 +537,7 @@ def dir_size(path: Path) -> tuple[int, int]:
 
 # --- the run -------------------------------------------------------------------------------------------------------
 
-def start_peers(work: Path, data_dir: Path, partitions: int, profile_dir: Path | None) -> Peers:
+def start_peers(work: Path, data_dir: Path, partitions: int, profiling: Profiling) -> Peers:
     """The mock and compatbroker, each in its own process; a broker that cannot start is reported and left out."""
     brokers = []
     try:
@@ -450,7 +550,7 @@ def start_peers(work: Path, data_dir: Path, partitions: int, profile_dir: Path |
         brokers.append(compat)
     except BrokerError as exc:
         print("compatbroker: %s\n%s" % (exc, _indent(file_tail(work / "compatbroker.log"))))
-    return Peers(brokers, profile_dir)
+    return Peers(brokers, profiling)
 
 
 def run(args, work: Path, report: Report) -> None:
@@ -466,10 +566,10 @@ def run(args, work: Path, report: Report) -> None:
               % load)
     load_sections = [s for s in args.only if s != "startup"]
     if load_sections:
-        peers = start_peers(work, data_dir, args.partitions, args.profile)
+        peers = start_peers(work, data_dir, args.partitions, Profiling(args.profile, args.perf, args.native))
         try:
             if "produce" in load_sections:
-                bench_produce(peers, plan, partitions, report)
+                bench_produce(peers, plan, partitions, work, report)
             if "consume" in load_sections:
                 bench_consume(peers, plan, partitions, report)
             if "backlog" in load_sections:
@@ -495,7 +595,14 @@ def parse_args(argv=None):
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="sample compatbroker with py-spy during each section, print where its time goes and "
                              "keep the collapsed stacks in DIR (figures run a little lower)")
+    parser.add_argument("--native", action="store_true", help="with --profile: py-spy samples C frames too")
+    parser.add_argument("--perf", type=Path, default=None, metavar="DIR",
+                        help="record compatbroker with perf record -g during each section, print where its CPU "
+                             "goes (by DSO, symbols, system calls) and keep the perf data in DIR")
     args = parser.parse_args(argv)
+    if args.perf is not None and perf() is None:
+        print("--perf: no perf here (install it: %s); going on without it" % PERF_INSTALL)
+        args.perf = None
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(args.only) - set(SECTIONS)
     if unknown:

@@ -1,5 +1,7 @@
-"""Load generation for the broker benchmark: confluent-kafka (librdkafka) producers and consumers, and the
-loopback limit (a plain os.sendfile of log bytes to a reader that throws them away).
+"""Load generation for the broker benchmark: confluent-kafka (librdkafka) producers and consumers, and two plain
+loops over TCP loopback that show what the kernel alone spends on the same bytes: the loopback limit of a fetch
+(os.sendfile of log bytes to a reader that throws them away) and the floor of a produce (recv_into one buffer,
+os.pwrite to a file, CRC-32C).
 
 Every function here talks to any Kafka broker by its bootstrap address; none knows which broker it is measuring.
 """
@@ -11,6 +13,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
@@ -183,10 +186,24 @@ def consume_run(bootstrap: str, assignment: list[tuple[str, int]], expected: int
     return Run(got, seconds)
 
 
-def loopback_sendfile(paths: list[str], chunk: int = 1 << 20) -> tuple[int, float]:
+@dataclass
+class Loopback:
+    """One pass of a plain loop over TCP loopback: the bytes it moved, its wall time, and the CPU time of the thread
+    that stands for the broker (nearly all of it spent in the kernel, and in CRC-32C for the produce floor)."""
+    bytes: int
+    seconds: float
+    cpu_seconds: float
+
+    def cpu_per_gb(self) -> float:
+        return self.cpu_seconds / (self.bytes / 1e9)
+
+
+def loopback_sendfile(paths: list[str], chunk: int = 1 << 20) -> Loopback:
     """Send the files over a TCP loopback connection with os.sendfile to a thread that discards what it reads.
 
-    Returns (bytes, seconds): the most a broker can do with these bytes on this machine, with no protocol."""
+    The most a broker can do with these bytes on this machine, with no protocol; cpu_seconds is the sending
+    thread's (sendfile, and the loopback's delivery to the reader's socket that runs in it): what the kernel
+    spends on the bytes a broker sends this way."""
     total = sum(os.path.getsize(path) for path in paths)
     with socket.create_server(("127.0.0.1", 0)) as listener, \
             socket.create_connection(listener.getsockname()) as sender:
@@ -194,15 +211,16 @@ def loopback_sendfile(paths: list[str], chunk: int = 1 << 20) -> tuple[int, floa
         with receiver:
             received = [0]
             reader = threading.Thread(target=_discard, args=(receiver, total, chunk, received), daemon=True)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             reader.start()
             for path in paths:
                 _sendfile_all(sender, path)
+            cpu = time.thread_time() - cpu
             reader.join()
             seconds = time.perf_counter() - start
     if received[0] != total:
         raise LoadError("loopback: received %d of %d bytes" % (received[0], total))
-    return total, seconds
+    return Loopback(total, seconds, cpu)
 
 
 def _sendfile_all(sock: socket.socket, path: str) -> None:
@@ -224,3 +242,62 @@ def _discard(sock: socket.socket, total: int, chunk: int, received: list[int]) -
             break
         count += n
     received[0] = count
+
+
+def produce_floor(path: Path, total: int, chunk: int = MiB) -> Loopback:
+    """What the kernel must spend to take `total` bytes in from a socket and into a file, as a broker's produce
+    path does: a plain loop receives them over TCP loopback into one 1 MiB buffer (recv_into until it is full),
+    writes each buffer to `path` at its offset (os.pwrite, no fsync) and runs CRC-32C over it. cpu_seconds is
+    the receiving thread's; a thread of this process sends. The file is deleted afterwards (its page cache freed).
+    Without the crc32c package (compatbroker's dependency) the CRC is left out and a note printed."""
+    try:
+        from crc32c import crc32c
+    except ImportError:
+        print("  note: no crc32c package here: the produce floor leaves CRC-32C out")
+        crc32c = None
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        sender = threading.Thread(target=_send_random, args=(listener.getsockname(), total, chunk), daemon=True)
+        sender.start()
+        receiver, _ = listener.accept()
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        try:
+            with receiver:
+                start, cpu = time.perf_counter(), time.thread_time()
+                received = _receive_to_file(receiver, fd, chunk, crc32c)
+                cpu = time.thread_time() - cpu
+                seconds = time.perf_counter() - start
+        finally:
+            os.close(fd)
+            os.unlink(path)
+        sender.join()
+    if received != total:
+        raise LoadError("produce floor: received %d of %d bytes" % (received, total))
+    return Loopback(total, seconds, cpu)
+
+
+def _receive_to_file(sock: socket.socket, fd: int, chunk: int, crc32c) -> int:
+    """Receive until the peer closes, a full buffer at a time, each written at its offset and checksummed; returns
+    the bytes received."""
+    buffer = memoryview(bytearray(chunk))
+    position = 0
+    while True:
+        filled = 0
+        while filled < chunk:
+            n = sock.recv_into(buffer[filled:])
+            if not n:
+                break
+            filled += n
+        if not filled:
+            return position
+        os.pwrite(fd, buffer[:filled], position)
+        if crc32c is not None:
+            crc32c(buffer[:filled])
+        position += filled
+
+
+def _send_random(address, total: int, chunk: int) -> None:
+    """Send `total` bytes of random data (the same `chunk` again and again), then close."""
+    data = os.urandom(chunk)
+    with socket.create_connection(address) as sock:
+        for offset in range(0, total, chunk):
+            sock.sendall(data[:min(chunk, total - offset)])
