@@ -117,7 +117,8 @@ class _SendThenClose:
 
 
 class _Ready:
-    """A queue entry whose handler finished in its first step: its result (response chunks, None or CLOSE)."""
+    """A queue entry whose answer is ready (response chunks, None or CLOSE): a handler that finished in its first
+    step, or an answer the connection makes itself (a raw SASL token's, an ApiVersions too new for us)."""
     __slots__ = ("result",)
 
     def __init__(self, result):
@@ -334,9 +335,7 @@ class Connection:
         except AuthenticationFailed as exc:
             log.info("Failed authentication with %s (%s)", self.peer, exc)
             return CLOSE
-        done = self._loop.create_future()
-        done.set_result([_SIZE.pack(len(challenge)) + challenge])
-        return done
+        return _Ready([_SIZE.pack(len(challenge)) + challenge])
 
     def _log_frame_too_large(self, size: int) -> None:
         if self._tls is None and _looks_like_tls(self._view[self._start:self._end]):
@@ -545,9 +544,7 @@ class Connection:
         if api_key == API_VERSIONS_KEY and api_versions is not None and version > api_versions.MAX_VERSION:
             # Kafka's answer, whatever the version asked: a v0 body with the range of ApiVersions we serve.
             body = unsupported_version_response(api_versions.MIN_VERSION, api_versions.MAX_VERSION)
-            done = self._loop.create_future()
-            done.set_result(encode_response_chunks(API_VERSIONS_KEY, 0, header.correlation_id, body))
-            return done
+            return _Ready(encode_response_chunks(API_VERSIONS_KEY, 0, header.correlation_id, body))
         log.warning("closing connection from %s: client %r sent %s version %d, which this broker does not serve",
                     self.peer, _client_id_of(frame), api_name(api_key), version)
         return CLOSE
@@ -671,7 +668,7 @@ class Connection:
         if chunks is None:
             return
         self._listener_stats.bytes_out += _SIZE.unpack_from(chunks[0])[0] + 4  # its size prefix
-        cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)
+        cork = _needs_cork(chunks)
         rest = self._send_now(chunks, cork)
         if rest:
             self._entries.put_nowait(_Rest(rest, cork))
@@ -725,7 +722,7 @@ class Connection:
             self._watching = False
 
     async def _send_plain(self, chunks: list) -> None:
-        cork = _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)
+        cork = _needs_cork(chunks)
         if cork:
             self._sock.setsockopt(socket.IPPROTO_TCP, _CORK, 1)
         for chunk in chunks:
@@ -749,6 +746,11 @@ class Connection:
             await waiter
         finally:
             self._loop.remove_writer(fd)
+
+
+def _needs_cork(chunks: list) -> bool:
+    """TCP_CORK for a response that mixes bytes and file regions: its partial packets wait until it is all sent."""
+    return _CORK is not None and len(chunks) > 1 and any(isinstance(chunk, FileRegion) for chunk in chunks)
 
 
 def _sendfile_now(out_fd: int, region: FileRegion) -> FileRegion | None:

@@ -31,10 +31,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from crc32c import crc32c
-
-from ..protocol.records.batch import (ATTRIBUTES_OFFSET, CONTROL_MASK, LOG_OVERHEAD, MAGIC_OFFSET, NO_TIMESTAMP,
-                                      RECORDS_OFFSET, BatchHeader, check_batch_fields, iter_batches, iter_records,
+from ..protocol.records.batch import (CONTROL_MASK, LOG_OVERHEAD, MAGIC_OFFSET, NO_TIMESTAMP, RECORDS_OFFSET,
+                                      BatchHeader, check_batch_crc, check_batch_fields, iter_batches, iter_records,
                                       read_batch_header)
 from ..protocol.records.compression import CODEC_MASK, DEFAULT_MAX_UNCOMPRESSED_SIZE, Compression
 from ..protocol.records.convert import legacy_to_batches
@@ -97,10 +95,6 @@ def validate_records(records, config: LogConfig, now_ms: int, *, origin: str = C
     return checked
 
 
-def _crc_error(batch: CheckedBatch, crc: int) -> CorruptMessageError:
-    return CorruptMessageError(f"batch CRC is {batch.header.crc:#010x}, computed {crc:#010x}")
-
-
 def validate_follower_records(records, log_end_offset: int) -> list[CheckedBatch]:
     """The batches of a follower's append, as the leader wrote them (Kafka's checks with origin REPLICATION:
     no size or timestamp rules, the leader applied them). Offsets may leave gaps (a compacted leader) but must
@@ -121,10 +115,11 @@ def validate_follower_records(records, log_end_offset: int) -> list[CheckedBatch
                 f"batch at offset {header.base_offset} does not follow offset {next_offset - 1} "
                 f"(log end offset {log_end_offset})")
         next_offset = header.last_offset + 1
-    for batch in checked:
-        crc = crc32c(batch.view[ATTRIBUTES_OFFSET:])
-        if crc != batch.header.crc:
-            raise _crc_error(batch, crc)
+    try:
+        for batch in checked:
+            check_batch_crc(batch.view, batch.header)
+    except CorruptRecordError as exc:
+        raise CorruptMessageError(str(exc)) from None
     return checked
 
 

@@ -227,13 +227,18 @@ def validate_batch(buf, *, deep=False, max_size=DEFAULT_MAX_UNCOMPRESSED_SIZE):
     return header
 
 
-def check_batch_fields(view, header: BatchHeader) -> None:
-    """The batch-level checks of `validate_batch`, without walking the records: the CRC (one pass over the bytes,
-    the only one on the produce path), recordsCount at least 1 and agreeing with lastOffsetDelta, and no compressed
-    control batch. `view` is a memoryview of the whole batch."""
+def check_batch_crc(view, header: BatchHeader) -> None:
+    """Raise CorruptRecordError unless the CRC-32C over the batch's bytes matches its header: one pass over the
+    bytes, the only one on the produce path. `view` is a memoryview of the whole batch."""
     crc = crc32c(view[ATTRIBUTES_OFFSET:header.batch_length + LOG_OVERHEAD])
     if crc != header.crc:
         raise CorruptRecordError(f"batch CRC is {header.crc:#010x}, computed {crc:#010x}")
+
+
+def check_batch_fields(view, header: BatchHeader) -> None:
+    """The batch-level checks of `validate_batch`, without walking the records: the CRC, recordsCount at least 1
+    and agreeing with lastOffsetDelta, and no compressed control batch. `view` is a memoryview of the whole batch."""
+    check_batch_crc(view, header)
     count = header.count
     if count < 0:
         raise CorruptRecordError(f"negative record count {count}")

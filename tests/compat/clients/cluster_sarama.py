@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 from . import MissingClient
-from .base import ClientError
 from .cluster_workload import Workload
-from .go_program import build_go_program
+from .go_program import build_go_program, run_go_program
 from .sarama_client import BUILD_DIR, INSTALL_HINT, SARAMA_SOURCE
 
 SOURCE_DIR = Path(__file__).with_name("sarama") / "cluster"
@@ -46,11 +44,4 @@ class SaramaCluster:
         """{"ok": true} or {"ok": false, "error": {"message": ..., "code": Kafka's error code or -1}}."""
         spec = {"op": "produce", "bootstrap": bootstrap, "topic": topic, "partition": partition, "values": values,
                 "retries": retries, "idempotent": idempotent}
-        try:
-            done = subprocess.run([str(self.program), json.dumps(spec)], capture_output=True, text=True,
-                                  timeout=CALL_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise ClientError(f"sarama produce did not finish within {CALL_TIMEOUT_S} s") from None
-        if done.returncode != 0:
-            raise ClientError(f"sarama produce failed: {done.stderr.strip()[-2000:]}")
-        return json.loads(done.stdout)
+        return run_go_program(self.program, spec, label="sarama", timeout_s=CALL_TIMEOUT_S, as_argument=True)

@@ -40,12 +40,13 @@ def build_go_program(go: str, program_dir: Path, build_dir: Path, binary: str) -
     return target
 
 
-def run_go_program(program: Path, command: dict, *, label: str, timeout_s: float) -> dict:
-    """Runs `program` with `command` on stdin; its JSON answer, or ClientError (its stderr) when it fails or does not
-    finish within `timeout_s`."""
+def run_go_program(program: Path, command: dict, *, label: str, timeout_s: float, as_argument: bool = False) -> dict:
+    """Runs `program` with `command` on stdin (`as_argument`: as its one argument); its JSON answer, or ClientError
+    (its stderr) when it fails or does not finish within `timeout_s`."""
+    spec = json.dumps(command)
     try:
-        done = subprocess.run([str(program)], input=json.dumps(command), capture_output=True, text=True,
-                              timeout=timeout_s)
+        done = subprocess.run([str(program), spec] if as_argument else [str(program)],
+                              input=None if as_argument else spec, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise ClientError(f"{label} {command['op']} did not finish within {timeout_s} s") from None
     if done.returncode != 0:
