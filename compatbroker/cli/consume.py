@@ -41,7 +41,7 @@ from .errors import EXIT_CODES_HELP, EXIT_OK, CliError, from_kafka_error
 from .formats import (Meter, TemplateError, binary_stream, boolean, choice, compile_template, json_line, natural,
                       raw_line, settings_from_properties)
 from .options import client_options, make_client, output_format
-from .signals import EXIT_CODES_NOTE, sigterm_as_interrupt, sigterm_held, stopped
+from .signals import EXIT_CODES_NOTE, sigterm_as_interrupt, stop_held, stopped
 
 ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 MAX_RECORDS_PER_POLL = 500  # max.poll.records
@@ -193,13 +193,13 @@ def _copy(source, render, count, follow, meter) -> None:
 def _write(out, source, render, records) -> None:
     data = b"".join(render(record) for record in records)
     flushed = False
-    with sigterm_held():  # SIGTERM waits for the write: what reached stdout is committed
+    with stop_held():  # SIGTERM and a first Ctrl-C wait for the write: what reached stdout is committed
         try:
             out.write(data)
             out.flush()
             flushed = True
-        except BaseException as exc:  # a closed pipe, a full disk, Ctrl-C in the middle: the records go back
-            if not flushed:  # (Ctrl-C just after the flush: they reached stdout, and are committed)
+        except BaseException as exc:  # a closed pipe, a full disk, a second Ctrl-C: the records go back
+            if not flushed:  # (some may be out already: read again rather than lost)
                 source.rewind(records)
             if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
                 raise CliError("consume", None, f"cannot write to stdout: {exc.strerror or exc}") from None

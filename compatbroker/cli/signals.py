@@ -7,9 +7,12 @@ committed; `produce` would drop the lines it had read but not sent. Inside `sigt
 was read), and then exits 143 (128 + SIGTERM, as a shell reports a process SIGTERM ended) instead of 130. A second
 SIGTERM while the command is stopping gets the previous handler (by default: the process ends at once).
 
-Within `sigterm_held()` (records being written to stdout) SIGTERM waits for the block to end, so that `consume`
-knows the records reached stdout and commits them; Ctrl-C may interrupt such a write, and those records are then
-read again by the group's next consumer (duplicates rather than losses).
+Within `stop_held()` (records being written to stdout) SIGTERM and a first Ctrl-C wait for the block to end, so
+that `consume` knows whether the records reached stdout and commits exactly those. Raised anywhere inside the
+block, the interrupt could land between the write's return and the note that it was done (a loaded machine
+deschedules a process right after a write that wakes its reader), and records already out would be read again. A
+second Ctrl-C interrupts the write at once (a reader that stopped reading must not hold the command); those records
+are then read again by the group's next consumer (duplicates rather than losses).
 """
 from __future__ import annotations
 
@@ -30,47 +33,50 @@ class Terminated(KeyboardInterrupt):
 
 
 class _Holding:
-    """Whether SIGTERM must wait (`depth` > 0) and whether one came meanwhile (`pending`)."""
+    """Whether a stop must wait (`depth` > 0) and the interrupt that came meanwhile (`pending`)."""
 
     depth = 0
-    pending = False
+    pending: type[KeyboardInterrupt] | None = None
 
 
 @contextmanager
 def sigterm_as_interrupt():
-    """Within the block, SIGTERM raises `Terminated` (only the main thread can handle signals; elsewhere this does
-    nothing)."""
+    """Within the block, SIGTERM raises `Terminated` and Ctrl-C KeyboardInterrupt, each held by `stop_held` (only
+    the main thread can handle signals; elsewhere this does nothing)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
 
-    def terminate(signum, frame):
-        signal.signal(signal.SIGTERM, previous)
+    def stop(signum, frame):
+        signal.signal(signum, previous[signum])  # the second one is not held
+        raised = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
         if _Holding.depth:
-            _Holding.pending = True
+            _Holding.pending = _Holding.pending or raised
             return
-        raise Terminated()
+        raise raised()
 
-    signal.signal(signal.SIGTERM, terminate)
+    for signum in previous:
+        signal.signal(signum, stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        _Holding.pending = False
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _Holding.pending = None
 
 
 @contextmanager
-def sigterm_held():
-    """SIGTERM arriving within the block is raised (as `Terminated`) when the block ends without an error."""
+def stop_held():
+    """SIGTERM or a first Ctrl-C arriving within the block is raised when the block ends without an error."""
     _Holding.depth += 1
     try:
         yield
     finally:
         _Holding.depth -= 1
     if not _Holding.depth and _Holding.pending:
-        _Holding.pending = False
-        raise Terminated()
+        raised, _Holding.pending = _Holding.pending, None
+        raise raised()
 
 
 def stopped(stop: KeyboardInterrupt) -> int:
