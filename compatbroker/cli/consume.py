@@ -172,14 +172,14 @@ def _check_topics(client, topics, partitions) -> list[tuple[str, int]]:
 
 def _copy(source, render, count, follow, meter) -> None:
     """Write records until the end or COUNT records (Ctrl-C and SIGTERM go up as KeyboardInterrupt). Records whose
-    write failed are given back to the consumer (`rewind`), so that a group never commits what did not reach
-    stdout."""
+    write failed, or that a Ctrl-C caught between the consumer and us, are given back to the consumer (`rewind`,
+    `rewind_to`), so that a group never commits what did not reach stdout."""
     out = binary_stream(sys.stdout)
     written = 0
     try:
         while count is None or written < count:
             wanted = MAX_RECORDS_PER_POLL if count is None else min(MAX_RECORDS_PER_POLL, count - written)
-            records = source.poll(max_records=wanted)
+            records = _poll(source, wanted)
             if records:
                 _write(out, source, render, records)
                 written += len(records)
@@ -188,6 +188,16 @@ def _copy(source, render, count, follow, meter) -> None:
                 break
     except BrokenPipeError:
         _silence_stdout()  # the reader went away (`| head`): stop quietly, as a Unix filter does
+
+
+def _poll(source, max_records: int) -> list:
+    """source.poll; a Ctrl-C landing after it handed records out but before they reached us takes them back."""
+    before = source.positions()
+    try:
+        return source.poll(max_records=max_records)
+    except KeyboardInterrupt:
+        source.rewind_to(before)
+        raise
 
 
 def _write(out, source, render, records) -> None:

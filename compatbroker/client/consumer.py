@@ -286,6 +286,14 @@ class Consumer:
             if tp in self._partitions:
                 self.seek(tp, offset)
 
+    def rewind_to(self, positions: dict[tuple[str, int], int]) -> None:
+        """Move each assigned partition that went past its offset in `positions` back to it (records handed out
+        since `positions()` was read that the caller never got)."""
+        for tp, offset in positions.items():
+            state = self._partitions.get(tp)
+            if state is not None and state.position is not None and state.position > offset:
+                self.seek(tp, offset)
+
     def positions(self) -> dict[tuple[str, int], int]:
         """The offset of the next record `poll` returns, per assigned partition whose position is known."""
         return {tp: state.position for tp, state in self._partitions.items() if state.position is not None}

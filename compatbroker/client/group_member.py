@@ -356,6 +356,12 @@ class GroupConsumer:
     def rewind(self, records) -> None:
         self.consumer.rewind(records)
 
+    def rewind_to(self, positions) -> None:
+        self.consumer.rewind_to(positions)
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        return self.consumer.positions()
+
     def at_end(self) -> bool:
         """True once joined and every assigned partition is read to its end (at once when none is assigned)."""
         return not self.member.needs_join and (not self.consumer.assignment or self.consumer.at_end())

@@ -10,7 +10,12 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from kafka import KafkaProducer
+
+from compatbroker.cli import consume as consume_command
+from compatbroker.client import ClientConfig, KafkaClient
+from compatbroker.client.consumer import Consumer, OffsetSpec
 
 from .helpers import REPO_ROOT, wait_until
 from .stream_helpers import exit_code, run_bytes, start_process
@@ -206,6 +211,31 @@ def test_sigterm_commits_and_leaves_the_group_then_exits_143(broker, name):
     assert b"compatbroker: terminated" in process.stderr.read()
     assert broker.committed_offsets(group) == {(name, 0): 0, (name, 1): 5}
     assert broker.describe_group(group)["members"] == []  # left at once, not after session.timeout.ms
+
+
+def test_a_ctrl_c_landing_as_poll_hands_records_out_takes_them_back(broker, name):
+    # The records leave the consumer (positions move on) but never reach the command: they must not be committed.
+    broker.create_topic(name, 1)
+    produce(broker, name, [(None, b"%d" % i, ()) for i in range(5)])
+    with KafkaClient(ClientConfig(bootstrap=broker.bootstrap_servers)) as client:
+        consumer = Consumer(client)
+        consumer.assign([(name, 0)], OffsetSpec("earliest"))
+        drain = consumer._drain
+
+        def interrupted_after_handing_out(max_records):
+            records = drain(max_records)
+            if records:
+                raise KeyboardInterrupt
+            return records
+
+        consumer._drain = interrupted_after_handing_out
+        before = consumer.positions()
+        with pytest.raises(KeyboardInterrupt):
+            wait_until(lambda: consume_command._poll(consumer, 500) and False, "records handed out")
+        assert consumer.positions() == before == {(name, 0): 0}
+        consumer._drain = drain
+        assert [r.offset for r in wait_until(lambda: consume_command._poll(consumer, 500), "the records again")] \
+            == [0, 1, 2, 3, 4]
 
 
 def test_group_resumes_from_committed_offsets(broker, name):

@@ -169,6 +169,20 @@ def test_positions_move_only_as_records_are_handed_out(broker, client, topic):
     assert not consumer.at_end()
 
 
+def test_rewind_to_takes_back_what_was_handed_out_since(broker, client, topic):
+    broker.create_topic(topic, 2)
+    kafka_python_produce(broker, topic, [b"%d" % i for i in range(5)], partition=1)
+    consumer = Consumer(client)
+    consumer.assign([(topic, 0), (topic, 1)], OffsetSpec("earliest"))
+    before = consumer.positions()
+    assert [r.offset for r in _poll_until(consumer, lambda got: got, "the first records")] == [0, 1, 2, 3, 4]
+    consumer.rewind_to({**before, (topic, 1): 2, ("not assigned", 0): 0})
+    assert consumer.positions() == {(topic, 0): 0, (topic, 1): 2}
+    consumer.rewind_to(before | {(topic, 1): 4})  # only ever back: a position behind the given one stays
+    assert consumer.positions() == {(topic, 0): 0, (topic, 1): 2}
+    assert [r.offset for r in _poll_until(consumer, lambda got: got, "the records again")] == [2, 3, 4]
+
+
 def test_offset_out_of_range_moves_by_the_reset_policy(broker, client, topic):
     broker.create_topic(topic, 1)
     kafka_python_produce(broker, topic, [b"a", b"b"])
