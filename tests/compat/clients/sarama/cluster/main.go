@@ -135,8 +135,14 @@ func max32(a, b int32) int32 {
 	return b
 }
 
-// errorFields: the message, and Kafka's error code when the error is the broker's (-1 otherwise).
+// errorFields: the message, and Kafka's error code when the error is the broker's (-1 otherwise). sarama 1.22's
+// heartbeat loop hands the group's error channel a nil error when a heartbeat is answered with an error code it has
+// no case for (NOT_COORDINATOR while the coordinator moves): its session ends and it rejoins.
 func errorFields(err error) map[string]interface{} {
+	if err == nil {
+		return map[string]interface{}{"message": "nil (a heartbeat answered with an error sarama does not name)",
+			"code": -1}
+	}
 	code := int16(-1)
 	if failed, ok := err.(sarama.ProducerErrors); ok && len(failed) > 0 {
 		err = failed[0].Err
