@@ -282,9 +282,7 @@ class Consumer:
         for record in records:
             tp = (record.topic, record.partition)
             first[tp] = min(first.get(tp, record.offset), record.offset)
-        for tp, offset in first.items():
-            if tp in self._partitions:
-                self.seek(tp, offset)
+        self.rewind_to(first)
 
     def rewind_to(self, positions: dict[tuple[str, int], int]) -> None:
         """Move each assigned partition that went past its offset in `positions` back to it (records handed out

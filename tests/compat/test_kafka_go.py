@@ -188,7 +188,7 @@ def wait_for_split(reference, broker, group: str, readers: threading.Thread) -> 
     described = None
     while time.monotonic() < deadline and readers.is_alive():
         # Before the first JoinGroup there is no group to describe (GROUP_ID_NOT_FOUND, as from Kafka 4)
-        if group in reference.list_groups(broker.bootstrap):
+        if described is not None or group in reference.list_groups(broker.bootstrap):
             described = reference.describe_groups(broker.bootstrap, [group])[group]
         owned = [{p for _, p in member.assignment} for member in described.members] if described else []
         if described and described.state == "Stable" and len(owned) == 2 and set().union(*owned) == {0, 1, 2}:
