@@ -8,7 +8,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
 from kafka.structs import OffsetAndMetadata, TopicPartition
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -27,7 +27,15 @@ def wait_for_text(driver, css: str, predicate, what: str) -> str:
     """Wait until the element at `css` exists and its text satisfies `predicate`; its text."""
     def found(_driver):
         elements = driver.find_elements(By.CSS_SELECTOR, css)
-        return elements[0].text if elements and predicate(elements[0].text) else False
+        if not elements:
+            return False
+        try:
+            text = elements[0].text
+        except WebDriverException as exc:  # chromedriver's other word for a stale element: look again
+            if "does not belong to the document" not in str(exc.msg):
+                raise
+            return False
+        return text if predicate(text) else False
     return waiting(driver).until(found, message=f"waiting for {what}")
 
 
